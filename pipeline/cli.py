@@ -1,0 +1,317 @@
+"""The ``kbwatch`` command line (``run.py`` is the same): a thin layer over the core.
+
+Exit status: 0 all well; 1 something failed or was refused (the output says
+what); 2 usage or configuration error (one line, never a traceback).
+Plugins add commands through ``kb_register_commands``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+from loguru import logger
+
+from pipeline import __version__
+from pipeline.config import resolve_root
+from pipeline.errors import ConfigError, KbwatchError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class KbwatchGroup(click.Group):
+    """Maps kbwatch errors to exit codes with one clear line."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except ConfigError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(EXIT_USAGE)
+        except KbwatchError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(EXIT_FAILED)
+
+
+def root_options(fn):
+    """``--root`` and ``--config``, shared by every command."""
+
+    @click.option("--root", "root", envvar="KBWATCH_ROOT", default=None, metavar="DIR",
+                  help="Knowledge-base root (default: current directory or $KBWATCH_ROOT).")
+    @click.option("--config", "config_file", default=None, metavar="FILE",
+                  type=click.Path(dir_okay=False, path_type=Path),
+                  help="Extra TOML config, overriding <root>/kbwatch.toml.")
+    @functools.wraps(fn)
+    def wrapper(*args, root=None, config_file=None, **kwargs):
+        return fn(*args, root=root, config_file=config_file, **kwargs)
+
+    return wrapper
+
+
+def json_option(fn):
+    return click.option("--json", "as_json", is_flag=True, help="Machine-readable output (DESIGN §12).")(fn)
+
+
+def open_kb(root: str | None, config_file: Path | None, verbose: bool = False, quiet: bool = False, log_files: bool = True):
+    from pipeline.kb import KnowledgeBase
+    from pipeline.logs import setup_logging
+
+    kb = KnowledgeBase(resolve_root(root), config_file)
+    setup_logging(kb.settings, kb.state if log_files else None, verbose=verbose, quiet=quiet)
+    return kb
+
+
+@click.group(cls=KbwatchGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kbwatch")
+def cli():
+    """kbwatch: turn a shared folder of documents into cited, risk-scanned knowledge bases.
+
+    Drop files into <root>/<project>/sources/; `kbwatch watch` (or `kbwatch
+    ingest`) parses them to parsed/*.md, archives the originals, and keeps
+    manifest.json, project.md and KNOWLEDGE.md current.
+    """
+
+
+# -- init --------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("names", nargs=-1, required=True)
+@click.option("--language", type=click.Choice(["zh", "en"]), default=None, help="Headings of project.md.")
+@root_options
+def init(names, language, root, config_file):
+    """Create projects (idempotent; never overwrites existing files).
+
+    Example: kbwatch init 技术方案 --root /srv/kb
+    """
+    kb = open_kb(root, config_file, log_files=False)
+    for name in names:
+        path, created = kb.init_project(name, language)
+        what = ", ".join(created) if created else "nothing (already complete)"
+        click.echo(f"{name}: created {what} in {path}")
+
+
+# -- ingest ------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("names", nargs=-1)
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Override [service] workers.")
+@click.option("-v", "--verbose", is_flag=True, help="Log every stage at DEBUG level.")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors and the summary line.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@json_option
+@root_options
+def ingest(names, workers, verbose, quiet, progress, as_json, root, config_file):
+    """Process what is in sources/ now (all projects, or NAMES), then exit.
+
+    Exit 1 if any file failed or was refused.
+
+    Example: kbwatch ingest 技术方案
+    """
+    from pipeline.ingest import run_ingest
+
+    kb = open_kb(root, config_file, verbose=verbose, quiet=quiet or as_json)
+    if workers:
+        kb.settings["service"]["workers"] = workers
+    show = sys.stderr.isatty() if progress is None else progress
+    totals, runs = run_ingest(kb, list(names), progress=show and not as_json)
+    summary = ", ".join(f"{totals.get(k, 0)} {k}" for k in ("done", "duplicate", "conflict", "failed"))
+    if as_json:
+        click.echo(json.dumps({"totals": {k: totals.get(k, 0) for k in ("done", "duplicate", "conflict", "failed")},
+                               "runs": runs}, ensure_ascii=False))
+    else:
+        for run in runs:
+            if run["outcome"] in ("failed", "conflict"):
+                click.echo(f"{run['outcome']}: {run['project']}/{run['source']}: {run['error'] or run['message']}", err=True)
+        click.echo(f"ingest: {summary}")
+    kb.close()
+    sys.exit(EXIT_FAILED if totals.get("failed") or totals.get("conflict") else EXIT_OK)
+
+
+# -- status / runs / retry ---------------------------------------------------
+
+
+@cli.command()
+@json_option
+@root_options
+def status(as_json, root, config_file):
+    """Projects, service state, queue, failures and pending reviews.
+
+    Example: kbwatch status --json
+    """
+    from pipeline.status import collect_status, render_status
+
+    kb = open_kb(root, config_file, log_files=False)
+    data = collect_status(kb)
+    if as_json:
+        click.echo(json.dumps(data["public"], ensure_ascii=False))
+    else:
+        render_status(data)
+    kb.close()
+
+
+@cli.command()
+@click.option("--project", default=None, help="Only this project.")
+@click.option("--outcome", type=click.Choice(["done", "duplicate", "conflict", "failed", "running", "queued"]), default=None)
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@json_option
+@root_options
+def runs(project, outcome, limit, as_json, root, config_file):
+    """List runs from the journal, newest first.
+
+    Example: kbwatch runs --outcome failed --json
+    """
+    kb = open_kb(root, config_file, log_files=False)
+    rows = [_public_run(r) for r in kb.journal.runs(project, outcome, limit)]
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table("run", "project", "source", "outcome", "error", "finished")
+        for r in rows:
+            table.add_row(r["run_id"], r["project"], r["source"], r["outcome"], r["error"] or "", r["finished_at"] or "")
+        Console().print(table)
+    kb.close()
+
+
+def _public_run(row: dict) -> dict:
+    return {
+        "run_id": row["run_id"], "project": row["project"], "source": row["source"], "name": row["name"],
+        "outcome": row["outcome"], "status": row["status"], "attempts": row["attempts"] or 1,
+        "error": row["error"], "started_at": row["started_at"], "finished_at": row["finished_at"],
+    }
+
+
+@cli.command()
+@click.argument("run_ids", nargs=-1)
+@click.option("--failed", "all_failed", is_flag=True, help="Retry every failed run (latest per file).")
+@root_options
+def retry(run_ids, all_failed, root, config_file):
+    """Make failed runs eligible again; the next ingest or the service retries them.
+
+    Example: kbwatch retry --failed
+    """
+    if not run_ids and not all_failed:
+        raise ConfigError("give RUN_ID(s) or --failed")
+    kb = open_kb(root, config_file, log_files=False)
+    rows = []
+    if all_failed:
+        for p in kb.projects():
+            rows += [r for r in kb.journal.latest_for_sources(p.name).values() if r["outcome"] in ("failed", "conflict")]
+    for rid in run_ids:
+        row = kb.journal.get_run(rid)
+        if row is None:
+            raise ConfigError(f"no such run: {rid}")
+        rows.append(row)
+    for row in rows:
+        kb.journal.update_run(row["run_id"], outcome="failed", retryable=1, attempts=0, next_attempt_at=0.0,
+                              blocked_by=None)
+        click.echo(f"will retry {row['project']}/{row['source']} ({row['run_id']})")
+    click.echo(f"{len(rows)} run(s) marked for retry")
+    kb.close()
+
+
+# -- plugins -----------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--all", "show_all", is_flag=True, help="Include built-in plugins.")
+@json_option
+@root_options
+def plugins(show_all, as_json, root, config_file):
+    """Loaded plugins, parsers with their extensions, and the stage order.
+
+    Example: kbwatch plugins --all
+    """
+    kb = open_kb(root, config_file, log_files=False)
+    ps = kb.plugins
+    names = (ps.builtin if show_all else []) + ps.external
+    plugin_rows = []
+    for name in names:
+        plugin = ps.pm.get_plugin(name)
+        hooks = sorted(h.name for h in ps.pm.get_hookcallers(plugin) or [])
+        plugin_rows.append({"name": name, "builtin": name in ps.builtin, "hooks": hooks})
+    parsers = [
+        {"name": p.name, "plugin": ps.plugin_name(p.plugin), "extensions": list(p.extensions), "priority": p.priority}
+        for p in ps.parsers()
+        if show_all or ps.plugin_name(p.plugin) not in ps.builtin
+    ]
+    stages = list(kb.settings["pipeline"]["stages"])
+    available = sorted(ps.stages())
+    if as_json:
+        click.echo(json.dumps({"plugins": plugin_rows, "broken": ps.broken, "parsers": parsers,
+                               "stages": stages, "available_stages": available}, ensure_ascii=False))
+    else:
+        click.echo("stages: " + " → ".join(stages))
+        click.echo("available stages: " + ", ".join(available))
+        click.echo("plugins:" if plugin_rows else "plugins: (no third-party plugins; --all shows built-ins)")
+        for row in plugin_rows:
+            click.echo(f"  {row['name']}{' (built-in)' if row['builtin'] else ''}: {', '.join(row['hooks'])}")
+        for name, err in ps.broken.items():
+            click.echo(f"  {name}: BROKEN, skipped: {err}")
+        click.echo("parsers (highest priority first):")
+        for p in parsers:
+            click.echo(f"  {p['name']:<14} priority {p['priority']:<4} {' '.join(p['extensions'])}  [{p['plugin']}]")
+    ps.configured_stages()  # an unknown stage name in the config: exit 2
+    kb.close()
+
+
+# -- journal -----------------------------------------------------------------
+
+
+@cli.group()
+def journal():
+    """The journal: a SQLite mirror of every project's runs/."""
+
+
+@journal.command("rebuild")
+@root_options
+def journal_rebuild(root, config_file):
+    """Recreate the journal from runs/*.json.
+
+    Example: kbwatch journal rebuild
+    """
+    from pipeline.rebuild_journal import rebuild_journal
+
+    kb = open_kb(root, config_file, log_files=False)
+    n_runs, n_findings = rebuild_journal(kb)
+    click.echo(f"journal rebuilt: {n_runs} runs, {n_findings} findings")
+    kb.close()
+
+
+# -- entry point ---------------------------------------------------------------
+
+
+def _register_plugin_commands() -> None:
+    from pipeline.config import load_defaults
+    from pipeline.plugins import build_plugin_manager
+
+    try:
+        settings = load_defaults()
+        settings["_root"] = os.getcwd()
+        ps = build_plugin_manager(settings)
+        ps.hook.kb_register_commands(cli=cli)
+    except Exception as exc:  # a broken plugin must not take the CLI down
+        logger.error("plugin commands could not be registered: {}", exc)
+
+
+_registered = False
+
+
+def main(argv: list[str] | None = None) -> None:
+    global _registered
+    if not _registered:
+        _register_plugin_commands()
+        _registered = True
+    cli.main(args=argv, prog_name="kbwatch")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

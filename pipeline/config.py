@@ -1,0 +1,155 @@
+"""Configuration: load config/default.toml, overlay <root>/kbwatch.toml and --config.
+
+The shipped ``config/default.toml`` is the single declaration of every key:
+its value gives the default and the type. Overrides are validated against it;
+an unknown key or a wrong type raises :class:`ConfigError` naming the key.
+Tables under ``[stages.<name>]`` for stages the defaults do not know are free
+form (they belong to third-party stages).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import ConfigError
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.toml"
+ROOT_CONFIG_NAME = "kbwatch.toml"
+FREE_FORM_TABLES = ("stages",)
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def load_defaults() -> dict:
+    return _read_toml(DEFAULT_CONFIG)
+
+
+def _type_ok(default: Any, value: Any) -> bool:
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, str):
+        # "auto"-style options also accept booleans (polling = true)
+        return isinstance(value, str) or (isinstance(value, bool) and default == "auto")
+    if isinstance(default, list):
+        if not isinstance(value, list):
+            return False
+        if default and all(isinstance(x, str) for x in default) or not default:
+            return all(isinstance(x, str) for x in value)
+        return True
+    if isinstance(default, dict):
+        return isinstance(value, dict)
+    return True
+
+
+def _type_name(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return "an integer"
+    if isinstance(default, float):
+        return "a number"
+    if isinstance(default, str):
+        return "a string" if default != "auto" else '"auto", true or false'
+    if isinstance(default, list):
+        return "a list of strings"
+    if isinstance(default, dict):
+        return "a table"
+    return type(default).__name__
+
+
+def merge(base: dict, override: dict, source: str, prefix: str = "") -> dict:
+    """Return ``base`` overlaid with ``override``, validating every key."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        dotted = f"{prefix}{key}"
+        if key not in base:
+            if prefix.rstrip(".") in FREE_FORM_TABLES and isinstance(value, dict):
+                out[key] = copy.deepcopy(value)
+                continue
+            raise ConfigError(f"{dotted}: unknown configuration key (in {source})")
+        default = base[key]
+        if isinstance(default, dict):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{dotted}: expected a table (in {source})")
+            out[key] = merge(default, value, source, dotted + ".")
+            continue
+        if not _type_ok(default, value):
+            raise ConfigError(f"{dotted}: expected {_type_name(default)}, got {value!r} (in {source})")
+        out[key] = float(value) if isinstance(default, float) else copy.deepcopy(value)
+    return out
+
+
+def _check_values(settings: dict) -> None:
+    service = settings["service"]
+    for key in ("settle_seconds", "poll_interval_seconds", "rescan_seconds", "heartbeat_seconds"):
+        if service[key] < 0:
+            raise ConfigError(f"service.{key}: must not be negative")
+    if service["workers"] < 0:
+        raise ConfigError("service.workers: must be 0 (auto) or more")
+    if service["polling"] not in ("auto", True, False):
+        raise ConfigError('service.polling: expected "auto", true or false')
+    if settings["project"]["language"] not in ("zh", "en"):
+        raise ConfigError('project.language: expected "zh" or "en"')
+    parse = settings["stages"]["parse"]
+    if parse["isolate"] not in ("auto", True, False):
+        raise ConfigError('stages.parse.isolate: expected "auto", true or false')
+    if settings["retry"]["max_attempts"] < 1:
+        raise ConfigError("retry.max_attempts: must be at least 1")
+
+
+def load_settings(root: Path, config_file: Path | None = None) -> dict:
+    """Defaults, then ``<root>/kbwatch.toml``, then ``config_file``.
+
+    The result also carries ``_root`` and ``_config_files`` (read-only facts,
+    not options).
+    """
+    settings = load_defaults()
+    files: list[str] = []
+    root_cfg = root / ROOT_CONFIG_NAME
+    if root_cfg.is_file():
+        settings = merge(settings, _read_toml(root_cfg), str(root_cfg))
+        files.append(str(root_cfg))
+    if config_file is not None:
+        settings = merge(settings, _read_toml(config_file), str(config_file))
+        files.append(str(config_file))
+    _check_values(settings)
+    if settings["service"]["workers"] == 0:
+        settings["service"]["workers"] = max(1, os.cpu_count() or 1)
+    settings["_root"] = str(root)
+    settings["_config_files"] = files
+    return settings
+
+
+def state_dir(settings: dict) -> Path:
+    """The state directory (journal, index, logs, lock), absolute."""
+    root = Path(settings["_root"])
+    path = Path(os.path.expanduser(settings["service"]["state_dir"]))
+    return path if path.is_absolute() else root / path
+
+
+def resolve_root(root: str | None) -> Path:
+    value = root or os.environ.get("KBWATCH_ROOT") or "."
+    path = Path(value).expanduser()
+    if not path.exists():
+        raise ConfigError(f"--root: {value}: no such directory")
+    if not path.is_dir():
+        raise ConfigError(f"--root: {value}: not a directory")
+    return path.resolve()

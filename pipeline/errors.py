@@ -1,0 +1,59 @@
+"""Exceptions that carry an outcome: how a stage stops or fails a run.
+
+Only the runner has a catch-all; everything else raises one of these.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Outcome(StrEnum):
+    """What happened to one file (``runs --json`` ``outcome``)."""
+
+    DONE = "done"
+    DUPLICATE = "duplicate"
+    CONFLICT = "conflict"
+    FAILED = "failed"
+    RUNNING = "running"
+    QUEUED = "queued"
+
+
+class KbwatchError(Exception):
+    """Base class of kbwatch's own errors."""
+
+
+class ConfigError(KbwatchError):
+    """The configuration or a command-line argument is wrong (exit 2)."""
+
+
+class StopRun(KbwatchError):
+    """A stage ends the run early with an outcome (conflict, duplicate)."""
+
+    def __init__(self, outcome: Outcome, message: str, blocked_by: list[str] | None = None):
+        super().__init__(message)
+        self.outcome = Outcome(outcome)
+        self.message = message
+        # project-relative paths: an unchanged file is not retried while any exists
+        self.blocked_by = list(blocked_by or [])
+
+
+class StageError(KbwatchError):
+    """A stage failed; ``reason`` is a short machine-friendly word."""
+
+    transient = False
+
+    def __init__(self, message: str, reason: str = "error"):
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+
+
+class TransientError(StageError):
+    """Retry later with backoff: file locked, permission flapping, disk busy."""
+
+    transient = True
+
+
+class PermanentError(StageError):
+    """Will fail again until the file changes: corrupt, encrypted, unsupported."""

@@ -1,0 +1,142 @@
+"""The hook specifications: the only place kbwatch hooks are declared.
+
+Every hook is prefixed ``kb_``. Implementations may accept any subset of the
+arguments named here (pluggy passes only the ones they ask for). Built-in
+stages, parsers and scanners in ``plugins/`` implement these hooks exactly as a
+third-party plugin does.
+
+Lifecycle of one file (one event = one file = one run)::
+
+    kb_stages()                      once, when the plugin manager is built
+    for each stage in [pipeline] stages:
+        stage.run(ctx)               the parse stage calls kb_parse,
+                                     the scan stage calls kb_scan
+    kb_run_finished(run)             after the run record is durable
+
+``kb_summarize`` is called by ``kbwatch rebuild`` (and the ``rebuild`` stage).
+``kb_register_commands`` is called once when the CLI starts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from pipeline import PROJECT_NAME
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
+    import click
+
+    from pipeline.model import Finding, ParsedDocument, RunRecord, Settings
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+
+# --------------------------------------------------------------------------
+# Stages
+# --------------------------------------------------------------------------
+
+
+@hookspec
+def kb_stages() -> list[Any]:
+    """Contribute pipeline stages.
+
+    Each stage object SHALL have a ``name`` (str) and a ``run(ctx)`` method and
+    MAY have ``able_to_run(ctx) -> bool``, ``cleanup(ctx)`` and
+    ``concurrent: bool`` (see :class:`pipeline.stage.Stage`). The TOML list
+    ``[pipeline] stages`` picks and orders stages by name; a stage that is
+    contributed but not listed never runs.
+
+    :returns: a list of stage objects (may be empty).
+    """
+
+
+# --------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def kb_parse(path: Path, ext: str, settings: Settings) -> ParsedDocument | None:
+    """Parse one file into Markdown.
+
+    Stops at first non-None result. kbwatch calls implementations in order of
+    the priority their plugin declares for ``ext`` (``kb_parser_info``; higher
+    first, ties go to third-party plugins), so a plugin takes over an extension
+    by claiming it with a higher priority than the built-in parser.
+
+    :param path: the file to read (a regular file inside the KB root).
+    :param ext: its lower-cased extension including the dot (``".pdf"``).
+    :param settings: the resolved configuration.
+    :returns: a :class:`pipeline.model.ParsedDocument`, or None for "not mine".
+        Raise :class:`pipeline.errors.PermanentError` (corrupt, encrypted, not
+        text...) or :class:`pipeline.errors.TransientError` (locked...) to fail.
+    """
+
+
+@hookspec
+def kb_parser_info() -> list[Any]:
+    """Declare the parsers a plugin provides.
+
+    :returns: a list of :class:`pipeline.model.ParserInfo` (name, extensions,
+        priority). Used to order ``kb_parse`` calls and by ``kbwatch plugins``.
+    """
+
+
+# --------------------------------------------------------------------------
+# Risk scan
+# --------------------------------------------------------------------------
+
+
+@hookspec
+def kb_scan(document: ParsedDocument, settings: Settings) -> list[Finding] | None:
+    """Scan parsed text for risks. Every scanner contributes.
+
+    :param document: the parsed document (``document.markdown`` is the text
+        that will be published to ``parsed/``).
+    :param settings: the resolved configuration.
+    :returns: a list of :class:`pipeline.model.Finding` (or None / empty).
+    """
+
+
+# --------------------------------------------------------------------------
+# Summaries
+# --------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def kb_summarize(project: str, documents: list[dict], settings: Settings) -> dict | None:
+    """Write the summaries of a project for ``rebuild``.
+
+    Stops at first non-None result. The built-in extractive summariser is
+    ``trylast`` so a plugin (for example one calling a language model) wins.
+
+    :param project: the project name.
+    :param documents: one dict per document, in file-index order:
+        ``{"name", "parsed", "archived", "text"}``.
+    :param settings: the resolved configuration.
+    :returns: ``{"overview": str, "key_points": [str], "summaries": {name: str}}``
+        or None to defer.
+    """
+
+
+# --------------------------------------------------------------------------
+# Observers and CLI
+# --------------------------------------------------------------------------
+
+
+@hookspec
+def kb_run_finished(run: RunRecord) -> None:
+    """Called after each run's record is durable (notifications, metrics).
+
+    Exceptions raised here are logged and never fail the run.
+
+    :param run: the finished run (outcome, status, paths, findings).
+    """
+
+
+@hookspec
+def kb_register_commands(cli: click.Group) -> None:
+    """Add commands to the ``kbwatch`` CLI (called once at start-up)."""

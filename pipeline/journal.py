@@ -1,0 +1,209 @@
+"""The journal: a SQLite mirror of runs/ (runs, stage results, findings, events).
+
+It drives retries (attempts, next attempt time) and answers ``status``,
+``runs``, ``retry`` and ``review``. It is never the only copy of anything:
+``kbwatch journal rebuild`` recreates it from every project's runs/*.json.
+All access goes through one connection guarded by a lock (WAL mode, so the
+CLI can read while the service writes).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import sqlite_utils
+
+SCHEMA_VERSION = 1
+
+
+class Journal:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.RLock()
+        conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        self.db = sqlite_utils.Database(conn)
+        self._ensure_schema()
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite_utils.Database]:
+        with self._lock:
+            self.db.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.conn.execute("ROLLBACK")
+                raise
+            else:
+                self.db.conn.execute("COMMIT")
+
+    def _ensure_schema(self) -> None:
+        db = self.db
+        with self._lock:
+            if "runs" not in db.table_names():
+                db["runs"].create(
+                    {
+                        "run_id": str, "project": str, "source": str, "name": str,
+                        "sha256": str, "size": int, "mtime_ns": int,
+                        "outcome": str, "status": str, "error": str, "reason": str,
+                        "retryable": int, "attempts": int, "next_attempt_at": float,
+                        "started_at": str, "finished_at": str, "record_path": str,
+                        "blocked_by": str,
+                    },
+                    pk="run_id",
+                )
+                db["runs"].create_index(["project", "source"])
+                db["runs"].create_index(["outcome"])
+                db["runs"].create_index(["started_at"])
+            if "stages" not in db.table_names():
+                db["stages"].create(
+                    {"id": int, "run_id": str, "stage": str, "status": str, "duration_ms": float, "error": str},
+                    pk="id",
+                )
+                db["stages"].create_index(["run_id"])
+            if "findings" not in db.table_names():
+                db["findings"].create(
+                    {
+                        "id": int, "run_id": str, "project": str, "document": str, "path": str,
+                        "kind": str, "rule": str, "severity": str, "line": int, "column": int,
+                        "offset": int, "excerpt": str, "fingerprint": str, "decision": str,
+                        "decided_at": str, "current": int,
+                    },
+                    pk="id",
+                )
+                db["findings"].create_index(["project", "decision"])
+                db["findings"].create_index(["project", "document"])
+            if "events" not in db.table_names():
+                db["events"].create(
+                    {"id": int, "at": str, "project": str, "path": str, "kind": str, "detail": str},
+                    pk="id",
+                )
+            if "service" not in db.table_names():
+                db["service"].create(
+                    {"id": int, "pid": int, "started_at": float, "heartbeat": float,
+                     "queue": int, "in_flight": int, "stopped_at": float},
+                    pk="id",
+                )
+
+    # -- runs --------------------------------------------------------------
+    def start_run(self, row: dict[str, Any]) -> None:
+        with self._lock:
+            self.db["runs"].insert({**row, "outcome": "running"}, replace=True)
+
+    def finish_runs(self, rows: list[dict[str, Any]], stages: list[dict], findings: list[dict]) -> None:
+        """Write many finished runs in one transaction."""
+        with self.transaction() as db:
+            for row in rows:
+                db["runs"].upsert(row, pk="run_id")
+            if stages:
+                db["stages"].insert_all(stages)
+            if findings:
+                db["findings"].insert_all(findings)
+
+    def runs(self, project: str | None = None, outcome: str | None = None, limit: int = 50) -> list[dict]:
+        where, params = [], []
+        if project:
+            where.append("project = ?")
+            params.append(project)
+        if outcome:
+            where.append("outcome = ?")
+            params.append(outcome)
+        sql = "select * from runs"
+        if where:
+            sql += " where " + " and ".join(where)
+        sql += " order by started_at desc, rowid desc limit ?"
+        params.append(limit)
+        with self._lock:
+            return list(self.db.query(sql, params))
+
+    def get_run(self, run_id: str) -> dict | None:
+        with self._lock:
+            rows = list(self.db.query("select * from runs where run_id = ?", [run_id]))
+        return rows[0] if rows else None
+
+    def latest_for_sources(self, project: str) -> dict[str, dict]:
+        """The most recent run of each source path of a project."""
+        sql = (
+            "select * from runs where project = ? and rowid in "
+            "(select max(rowid) from runs where project = ? group by source)"
+        )
+        with self._lock:
+            return {r["source"]: r for r in self.db.query(sql, [project, project])}
+
+    def running_runs(self) -> list[dict]:
+        with self._lock:
+            return list(self.db.query("select * from runs where outcome in ('running', 'queued')"))
+
+    def update_run(self, run_id: str, **fields) -> None:
+        with self._lock:
+            self.db["runs"].update(run_id, fields)
+
+    def delete_run(self, run_id: str) -> None:
+        with self.transaction() as db:
+            db.execute("delete from stages where run_id = ?", [run_id])
+            db.execute("delete from findings where run_id = ?", [run_id])
+            db.execute("delete from runs where run_id = ?", [run_id])
+
+    def counts(self, project: str) -> dict[str, int]:
+        sql = (
+            "select outcome, count(*) as n from runs where project = ? and rowid in "
+            "(select max(rowid) from runs where project = ? group by source) group by outcome"
+        )
+        with self._lock:
+            return {r["outcome"]: r["n"] for r in self.db.query(sql, [project, project])}
+
+    # -- findings ----------------------------------------------------------
+    def pending_findings(self, project: str) -> list[dict]:
+        with self._lock:
+            return list(
+                self.db.query(
+                    "select * from findings where project = ? and current = 1 and decision = 'pending' order by id",
+                    [project],
+                )
+            )
+
+    def supersede_findings(self, project: str, document: str) -> None:
+        """Findings of older versions of a document stop counting."""
+        with self._lock:
+            self.db.execute(
+                "update findings set current = 0 where project = ? and document = ?", [project, document]
+            )
+
+    # -- events and service ------------------------------------------------
+    def event(self, project: str, path: str, kind: str, detail: str = "") -> None:
+        with self._lock:
+            self.db["events"].insert(
+                {"at": time.strftime("%Y-%m-%dT%H:%M:%S"), "project": project, "path": path, "kind": kind, "detail": detail}
+            )
+
+    def set_service(self, **fields) -> None:
+        with self._lock:
+            self.db["service"].upsert({"id": 1, **fields}, pk="id")
+
+    def service(self) -> dict | None:
+        with self._lock:
+            rows = list(self.db.query("select * from service where id = 1"))
+        return rows[0] if rows else None
+
+    # -- rebuild -----------------------------------------------------------
+    def reset(self) -> None:
+        with self._lock:
+            for table in ("stages", "findings", "runs", "events"):
+                self.db.execute(f"delete from {table}")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

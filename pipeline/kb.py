@@ -1,0 +1,179 @@
+"""A knowledge-base root opened for work: settings, plugins, journal, projects.
+
+Holds what ``ingest`` and ``watch`` share: creating projects, deciding which
+files in sources/ need a run (new, changed, due for retry), and recovering
+runs a crash left in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from loguru import logger
+
+from pipeline.config import load_settings, state_dir
+from pipeline.errors import ConfigError
+from pipeline.formats.knowledge_md import render_knowledge
+from pipeline.formats.manifest import Manifest
+from pipeline.formats.project_md import ProjectMd
+from pipeline.formats.run_record import build_record
+from pipeline.fsutil import atomic_write, iso_minute, now_local, utc_iso
+from pipeline.journal import Journal
+from pipeline.plugins import PluginSet, build_plugin_manager
+from pipeline.project import PROJECT_DIRS, discover_projects, is_project
+from pipeline.sources import SourceEntry, walk_sources
+
+INVALID_PROJECT_CHARS = set('/\\\0')
+
+
+@dataclass
+class Pending:
+    project: Path
+    entry: SourceEntry
+    attempt: int
+
+
+class KnowledgeBase:
+    def __init__(self, root: Path, config_file: Path | None = None):
+        self.root = root
+        self.settings = load_settings(root, config_file)
+        self.state = state_dir(self.settings)
+        self._plugins: PluginSet | None = None
+        self._journal: Journal | None = None
+
+    @property
+    def plugins(self) -> PluginSet:
+        if self._plugins is None:
+            self._plugins = build_plugin_manager(self.settings)
+        return self._plugins
+
+    @property
+    def journal(self) -> Journal:
+        if self._journal is None:
+            self._journal = Journal(self.state / "journal.sqlite3")
+        return self._journal
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    # -- projects ------------------------------------------------------------
+    def projects(self, names: list[str] | None = None) -> list[Path]:
+        found = discover_projects(self.root)
+        if not names:
+            return found
+        by_name = {p.name: p for p in found}
+        missing = [n for n in names if n not in by_name]
+        if missing:
+            raise ConfigError(f"no such project: {', '.join(missing)} (kbwatch init NAME creates one)")
+        return [by_name[n] for n in names]
+
+    def project(self, name: str) -> Path:
+        return self.projects([name])[0]
+
+    def init_project(self, name: str, language: str | None = None) -> tuple[Path, list[str]]:
+        """Create a project (idempotent, never clobbers); returns what was created."""
+        if not name or name in (".", "..") or set(name) & INVALID_PROJECT_CHARS or name.startswith("."):
+            raise ConfigError(f"invalid project name {name!r}")
+        path = self.root / name
+        created: list[str] = []
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"{path} exists and is not a directory")
+        for d in PROJECT_DIRS:
+            if not (path / d).is_dir():
+                (path / d).mkdir(parents=True, exist_ok=True)
+                created.append(f"{d}/")
+        lang = language or self.settings["project"]["language"]
+        now = now_local()
+        if not (path / "manifest.json").exists():
+            atomic_write(path / "manifest.json", Manifest.new(name, iso_minute(now)).dumps())
+            created.append("manifest.json")
+        if not (path / "project.md").exists():
+            atomic_write(path / "project.md", ProjectMd.new(name, lang).render())
+            created.append("project.md")
+        if not (path / "KNOWLEDGE.md").exists():
+            opts = self.settings["project"]
+            atomic_write(
+                path / "KNOWLEDGE.md",
+                render_knowledge(name, f"Knowledge base {name} (no documents yet)", "draft",
+                                 now.strftime("%Y-%m-%d"), lang, opts["type"], opts["trust"], opts["grounding"]),
+            )
+            created.append("KNOWLEDGE.md")
+        return path, created
+
+    # -- what needs a run ----------------------------------------------------
+    def pending(self, project: Path, now: float | None = None, in_flight=None) -> tuple[list[Pending], list[str]]:
+        """Files of ``project`` that need a run now, and why others wait."""
+        now = time.time() if now is None else now
+        patterns = self.settings["ignore"]["patterns"]
+        latest = self.journal.latest_for_sources(project.name)
+        max_attempts = self.settings["retry"]["max_attempts"]
+        todo: list[Pending] = []
+        waiting: list[str] = []
+        for entry in walk_sources(project, patterns):
+            if in_flight is not None and in_flight(project, entry.rel):
+                continue
+            last = latest.get(f"sources/{entry.rel}")
+            attempt = 1
+            if last is not None and last["size"] == entry.size and last["mtime_ns"] == entry.mtime_ns:
+                outcome = last["outcome"]
+                if outcome == "failed":
+                    if not last["retryable"]:
+                        waiting.append(f"{entry.rel}: failed earlier ({last['error']}); unchanged")
+                        continue
+                    attempts = last["attempts"] or 1
+                    if attempts >= max_attempts:
+                        waiting.append(f"{entry.rel}: gave up after {attempts} attempts")
+                        continue
+                    if last["next_attempt_at"] and last["next_attempt_at"] > now:
+                        waiting.append(f"{entry.rel}: retry due in {last['next_attempt_at'] - now:.0f} s")
+                        continue
+                    attempt = attempts + 1
+                elif outcome == "conflict":
+                    blocked = json.loads(last["blocked_by"] or "[]")
+                    if not blocked or any(os.path.lexists(project / b) for b in blocked):
+                        waiting.append(f"{entry.rel}: conflict unresolved")
+                        continue
+            todo.append(Pending(project, entry, attempt))
+        return todo, waiting
+
+    # -- crash recovery ------------------------------------------------------
+    def recover(self) -> int:
+        """Finish or fail runs a crash left ``running``; returns how many."""
+        stale = self.journal.running_runs()
+        for row in stale:
+            project = self.root / row["project"]
+            manifest = None
+            try:
+                manifest = Manifest.load(project / "manifest.json", row["project"], iso_minute(now_local()))
+            except Exception:
+                manifest = None
+            committed = manifest is not None and manifest.latest_hash(row["name"]) == f"sha256:{row['sha256']}"
+            source = project / row["source"]
+            outputs: dict[str, str] = {}
+            if committed:
+                try:
+                    st = os.lstat(source)
+                    if st.st_size == row["size"] and st.st_mtime_ns == row["mtime_ns"]:
+                        os.unlink(source)
+                        outputs[row["source"]] = "deleted"
+                except FileNotFoundError:
+                    pass
+                outcome, message, retryable = "done", "completed after an interrupted run", 0
+            else:
+                outcome, message, retryable = "failed", "interrupted before it was committed; it will be retried", 1
+            record = build_record(row["run_id"], outcome, message, row["source"], row["sha256"], outputs, [], [], None, 0)
+            if is_project(project):
+                atomic_write(project / "runs" / f"{row['run_id']}.json", json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+            self.journal.update_run(
+                row["run_id"], outcome=outcome, status=record["status"], error=None if committed else message,
+                reason=None if committed else "interrupted", retryable=retryable, next_attempt_at=0.0,
+                finished_at=utc_iso(), record_path=f"{row['project']}/runs/{row['run_id']}.json",
+            )
+            logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
+        return len(stale)

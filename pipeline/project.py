@@ -1,0 +1,135 @@
+"""Projects: discovery under the root, and the per-project commit session.
+
+A :class:`ProjectSession` holds a project's in-memory state between commits
+(the manifest, project.md, anything a stage caches) and the writes stages
+deferred. ``commit()`` makes them durable (temp + fsync + rename), in
+registration order, after fsync'ing the new archive and parsed files. Only
+then does the runner remove sources. Many runs can share one commit, so a
+project with 10,000 documents does not rewrite manifest.json per file.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from pipeline.fsutil import atomic_write, fsync_dir
+
+SOURCES = "sources"
+PROJECT_DIRS = ("sources", "parsed", "archive", "runs")
+
+
+def is_project(path: Path) -> bool:
+    return path.is_dir() and not path.name.startswith(".") and (
+        (path / SOURCES).is_dir() or (path / "manifest.json").is_file()
+    )
+
+
+def discover_projects(root: Path) -> list[Path]:
+    """Every direct sub-directory holding sources/ or manifest.json (DESIGN §1)."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    out = []
+    for entry in entries:
+        if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+            continue
+        path = Path(entry.path)
+        if is_project(path):
+            out.append(path)
+    return out
+
+
+class ProjectSession:
+    """One project's state between commits. Use under ``self.lock``."""
+
+    def __init__(self, path: Path, settings: dict):
+        self.path = path
+        self.name = path.name
+        self.settings = settings
+        self.lock = threading.RLock()
+        self._cache: dict[str, Any] = {}
+        self._writes: dict[str, Callable[[], str | bytes]] = {}
+        self._callbacks: dict[str, Callable[[], None]] = {}
+        self._durable: set[Path] = set()
+        self._after: dict[str, Callable[[], None]] = {}
+        self.pending_runs: list[Any] = []  # runs whose stages finished, awaiting commit
+        self.active = 0  # runs queued or in flight for this project
+        self.first_pending_at: float | None = None
+
+    # -- cached state --------------------------------------------------------
+    def cached(self, key: str, loader: Callable[[], Any]) -> Any:
+        """Per-project state a stage keeps in memory until the next commit and beyond."""
+        if key not in self._cache:
+            self._cache[key] = loader()
+        return self._cache[key]
+
+    def forget(self, key: str | None = None) -> None:
+        if key is None:
+            self._cache.clear()
+        else:
+            self._cache.pop(key, None)
+
+    # -- deferred writes -----------------------------------------------------
+    def defer_write(self, relpath: str, render: Callable[[], str | bytes]) -> None:
+        """Write ``relpath`` at commit time with what ``render()`` returns then.
+
+        Registering the same path again keeps its original position; the
+        latest ``render`` wins. Writes happen in first-registration order.
+        """
+        self._writes[relpath] = render
+
+    def defer(self, key: str, callback: Callable[[], None]) -> None:
+        """Call ``callback`` at commit, after the deferred writes (e.g. an index)."""
+        self._callbacks[key] = callback
+
+    def after_commit(self, key: str, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the batch's runs are recorded in the journal
+        (derived views such as KNOWLEDGE.md's status, which count findings)."""
+        self._after[key] = callback
+
+    def run_after_commit(self) -> None:
+        callbacks, self._after = self._after, {}
+        for cb in callbacks.values():
+            cb()
+
+    def durable(self, path: Path) -> None:
+        """Fsync this new file (and its folder) before the commit writes anything."""
+        self._durable.add(path)
+
+    def has_pending(self) -> bool:
+        return bool(self._writes or self._callbacks or self._durable or self.pending_runs)
+
+    def commit(self) -> list[str]:
+        """Make everything durable; returns the written paths."""
+        dirs = set()
+        for path in sorted(self._durable):
+            try:
+                with open(path, "rb") as fh:
+                    os.fsync(fh.fileno())
+            except FileNotFoundError:
+                continue
+            dirs.add(path.parent)
+        for d in dirs:
+            fsync_dir(d)
+        self._durable.clear()
+        written = []
+        writes, self._writes = self._writes, {}
+        for rel, render in writes.items():
+            atomic_write(self.path / rel, render())
+            written.append(rel)
+        callbacks, self._callbacks = self._callbacks, {}
+        for cb in callbacks.values():
+            cb()
+        return written
+
+    def discard(self) -> None:
+        """Drop deferred work and cached state (after a failed commit)."""
+        self._writes.clear()
+        self._callbacks.clear()
+        self._after.clear()
+        self._durable.clear()
+        self._cache.clear()

@@ -1,0 +1,71 @@
+"""``kbwatch journal rebuild``: recreate the journal's runs and findings from runs/*.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import datetime, timezone
+
+from loguru import logger
+
+from pipeline.formats.run_record import read_record
+from pipeline.kb import KnowledgeBase
+from pipeline.sources import split_name
+
+STAMP_RE = re.compile(r"^ingest-(\d{8}T\d{6}Z)-")
+
+
+def _stamp_iso(run_id: str) -> str | None:
+    m = STAMP_RE.match(run_id)
+    if not m:
+        return None
+    dt = datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def rebuild_journal(kb: KnowledgeBase) -> tuple[int, int]:
+    journal = kb.journal
+    journal.reset()
+    n_runs = n_findings = 0
+    for project in kb.projects():
+        runs_dir = project / "runs"
+        if not runs_dir.is_dir():
+            continue
+        rows, findings = [], []
+        files = sorted(p for p in runs_dir.glob("ingest-*.json"))
+        latest_done: dict[str, str] = {}
+        for path in files:
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                logger.warning("skipping unreadable {}: {}", path, exc)
+                continue
+            info = read_record(record)
+            source = info["source"] or ""
+            name, _ = split_name(source.removeprefix("sources/"))
+            started = _stamp_iso(info["run_id"] or path.stem) or ""
+            finished = datetime.fromtimestamp(os.path.getmtime(path), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            failed = info["outcome"] in ("failed", "conflict")
+            rows.append({
+                "run_id": info["run_id"], "project": project.name, "source": source, "name": name,
+                "sha256": info["sha256"], "size": None, "mtime_ns": None, "outcome": info["outcome"],
+                "status": info["status"], "error": info["message"] if failed else None, "reason": None,
+                "retryable": 0, "attempts": 1, "next_attempt_at": None, "started_at": started,
+                "finished_at": finished, "record_path": f"{project.name}/runs/{path.name}", "blocked_by": None,
+            })
+            if info["outcome"] == "done":
+                latest_done[name] = info["run_id"]
+            for f in info["findings"]:
+                findings.append({
+                    "run_id": info["run_id"], "project": project.name, "document": name, "path": f["path"],
+                    "kind": f["kind"], "rule": f["rule"], "severity": f["severity"], "line": f["line"],
+                    "column": f["column"], "offset": f["offset"], "excerpt": f["excerpt"],
+                    "fingerprint": f["fingerprint"], "decision": "pending", "decided_at": None, "current": 0,
+                })
+        for f in findings:
+            f["current"] = int(latest_done.get(f["document"]) == f["run_id"])
+        journal.finish_runs(rows, [], findings)
+        n_runs += len(rows)
+        n_findings += len(findings)
+    return n_runs, n_findings

@@ -1,0 +1,559 @@
+"""The runner: one event = one file = one run, through the configured stages.
+
+``Runner.submit(project, source)`` queues a file (never twice at once);
+worker threads take jobs, run the stages (concurrent stages outside the
+project lock, the rest serially per project under it) and park the finished
+run on its project session. A commit then makes the project's files durable,
+and only after that are sources removed, run records written and the journal
+updated, for a whole batch of runs at once.
+
+The watcher and ``kbwatch ingest`` both drive this class.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import tenacity
+from loguru import logger
+
+from pipeline.config import state_dir
+from pipeline.errors import Outcome, PermanentError, StageError, StopRun, TransientError
+from pipeline.formats.manifest import Manifest
+from pipeline.formats.run_record import build_record
+from pipeline.fsutil import atomic_write, display_path, iso_minute, new_run_id, now_local, sha256_file, utc_iso
+from pipeline.journal import Journal
+from pipeline.model import RunRecord
+from pipeline.plugins import PluginSet
+from pipeline.project import ProjectSession
+from pipeline.sources import classify, name_problem, split_name
+from pipeline.stage import RunContext
+from pipeline.workers import WorkerPool
+
+RETRYABLE_IN_RUN = 3  # quick attempts inside one run before the journal takes over
+
+
+@dataclass
+class Job:
+    project: Path
+    rel: str  # relative to sources/
+    attempt: int = 1
+    queued_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (str(self.project), self.rel)
+
+
+@dataclass
+class FinishedRun:
+    ctx: RunContext | None
+    job: Job
+    run_id: str
+    outcome: str
+    message: str
+    error: str | None
+    reason: str | None
+    retryable: bool
+    blocked_by: list[str]
+    stage_rows: list[dict]
+    started_at: str
+    sha256: str | None
+    size: int
+    mtime_ns: int
+    name: str
+
+
+def backoff_seconds(settings: dict, attempt: int) -> float:
+    r = settings["retry"]
+    base = min(r["backoff_max_seconds"], r["backoff_initial_seconds"] * (2 ** max(0, attempt - 1)))
+    return base * (0.5 + random.random() / 2)
+
+
+class Runner:
+    def __init__(self, root: Path, settings: dict, plugins: PluginSet, journal: Journal):
+        self.root = root
+        self.settings = settings
+        self.plugins = plugins
+        self.journal = journal
+        self.stages = plugins.configured_stages()
+        self._sessions: dict[str, ProjectSession] = {}
+        self._sessions_lock = threading.Lock()
+        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._keys: set[tuple[str, str]] = set()
+        self._keys_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._pool: WorkerPool | None = None
+        self._pool_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._idle = threading.Condition()
+        self._in_flight = 0
+        self.on_finished: list[Callable[[FinishedRun], None]] = []
+        self.totals: dict[str, int] = {}
+
+    # -- sessions and pool -------------------------------------------------
+    def session(self, project: Path) -> ProjectSession:
+        key = str(project)
+        with self._sessions_lock:
+            s = self._sessions.get(key)
+            if s is None:
+                s = self._sessions[key] = ProjectSession(project, self.settings)
+            return s
+
+    def offload(self, fn: Callable, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        with self._pool_lock:
+            if self._pool is None:
+                parse = self.settings["stages"]["parse"]
+                self._pool = WorkerPool(
+                    self.settings["service"]["workers"], memory_mb=parse.get("memory_mb", 0),
+                    warmup=_worker_warmup,
+                )
+            pool = self._pool
+        return pool.call(fn, *args, timeout=timeout, **kwargs)
+
+    # -- queue -------------------------------------------------------------
+    def queue_length(self) -> int:
+        return self._queue.qsize()
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def is_queued(self, project: Path, rel: str) -> bool:
+        with self._keys_lock:
+            return (str(project), rel) in self._keys
+
+    def submit(self, project: Path, rel: str, attempt: int = 1) -> bool:
+        job = Job(project, rel, attempt)
+        with self._keys_lock:
+            if job.key in self._keys:
+                return False
+            self._keys.add(job.key)
+        s = self.session(project)
+        with s.lock:
+            s.active += 1
+        with self._idle:
+            self._in_flight += 1
+        self._queue.put(job)
+        return True
+
+    def start(self, threads: int | None = None) -> None:
+        n = threads or self.settings["service"]["workers"]
+        for i in range(max(1, n)):
+            t = threading.Thread(target=self._loop, name=f"kbwatch-run-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._idle:
+            while self._in_flight:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._idle.wait(timeout=0.2 if remaining is None else min(0.2, remaining))
+        return True
+
+    def stop(self, wait: float = 8.0) -> None:
+        """Stop taking jobs; let runs in progress finish (or abandon them cleanly)."""
+        self._stopping.set()
+        while True:  # drop queued jobs: they stay in sources/ and are found at next start
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                self._release(job)
+        for _ in self._threads:
+            self._queue.put(None)
+        deadline = time.monotonic() + wait
+        for t in self._threads:
+            t.join(timeout=max(0.1, deadline - time.monotonic()))
+        if self._pool is not None:
+            self._pool.close()
+        for t in self._threads:
+            t.join(timeout=2)
+        self.flush_all()
+
+    def _release(self, job: Job) -> None:
+        with self._keys_lock:
+            self._keys.discard(job.key)
+        s = self.session(job.project)
+        with s.lock:
+            s.active -= 1
+        with self._idle:
+            self._in_flight -= 1
+            self._idle.notify_all()
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            if self._stopping.is_set():
+                self._release(job)
+                continue
+            try:
+                self.process(job)
+            except Exception:  # the last line of defence: never kill the thread
+                logger.exception("unexpected error while processing {}", job.rel)
+            finally:
+                self._release(job)
+
+    # -- one run -----------------------------------------------------------
+    def process(self, job: Job) -> None:
+        session = self.session(job.project)
+        project = job.project
+        source = project / "sources" / job.rel
+        source_rel = f"sources/{job.rel}"
+        name, ext = split_name(job.rel)
+        run_id = new_run_id("ingest")
+        started = utc_iso()
+        reason, st = classify(source)
+        if reason == "vanished":
+            self.journal.event(project.name, source_rel, "vanished", "the file disappeared before it was taken")
+            return
+        refusal = reason or name_problem(job.rel)
+        size = st.st_size if st else 0
+        mtime_ns = st.st_mtime_ns if st else 0
+        base = dict(ctx=None, job=job, run_id=run_id, started_at=started, size=size, mtime_ns=mtime_ns, name=name)
+        if refusal:
+            self._park(session, FinishedRun(
+                outcome="failed", message=refusal, error=refusal, reason="refused", retryable=False,
+                blocked_by=[], stage_rows=[], sha256=None, **base))
+            return
+        try:
+            digest = _retry_transient(lambda: _hash(source), self.settings)
+        except FileNotFoundError:
+            self.journal.event(project.name, source_rel, "vanished", "the file disappeared while it was read")
+            return
+        except StageError as exc:
+            self._park(session, FinishedRun(
+                outcome="failed", message=exc.message, error=exc.message, reason=exc.reason,
+                retryable=exc.transient, blocked_by=[], stage_rows=[], sha256=None, **base))
+            return
+        self.journal.start_run({
+            "run_id": run_id, "project": project.name, "source": source_rel, "name": name,
+            "sha256": digest, "size": size, "mtime_ns": mtime_ns, "status": "running",
+            "attempts": job.attempt, "started_at": started, "retryable": 0,
+        })
+        ctx = RunContext(
+            run_id=run_id, project=session, source=source, source_rel=source_rel, name=name, ext=ext,
+            sha256=digest, size=size, mtime_ns=mtime_ns, settings=self.settings, started_at=started,
+            offload=self.offload, plugins=self.plugins, journal=self.journal,
+        )
+        outcome, message, error, reason_word, retryable, blocked = "done", "", None, None, False, []
+        stage_rows: list[dict] = []
+        held = False
+        ran: list[Any] = []
+        try:
+            for stage in self.stages:
+                concurrent = bool(getattr(stage, "concurrent", False))
+                if not concurrent and not held:
+                    session.lock.acquire()
+                    held = True
+                elif concurrent and held:
+                    session.lock.release()
+                    held = False
+                able = getattr(stage, "able_to_run", None)
+                if able is not None and not able(ctx):
+                    stage_rows.append(_stage_row(run_id, stage.name, "skipped", 0.0, None))
+                    continue
+                t0 = time.perf_counter()
+                ran.append(stage)
+                try:
+                    note = _retry_transient(lambda: stage.run(ctx), self.settings)
+                except StopRun as stop:
+                    stage_rows.append(_stage_row(run_id, stage.name, stop.outcome.value, _ms(t0), stop.message))
+                    raise
+                except StageError as exc:
+                    stage_rows.append(_stage_row(run_id, stage.name, "failed", _ms(t0), exc.message))
+                    raise
+                except Exception as exc:
+                    stage_rows.append(_stage_row(run_id, stage.name, "error", _ms(t0), f"{type(exc).__name__}: {exc}"))
+                    raise
+                stage_rows.append(_stage_row(run_id, stage.name, "ok", _ms(t0), note))
+            message = _done_message(ctx)
+        except StopRun as stop:
+            outcome, message, blocked = stop.outcome.value, stop.message, stop.blocked_by
+        except StageError as exc:
+            outcome, message, error, reason_word, retryable = "failed", exc.message, exc.message, exc.reason, exc.transient
+        except Exception as exc:
+            logger.opt(exception=True).error("stage crashed on {}: {}", source_rel, exc)
+            outcome, reason_word = "failed", "internal error"
+            message = error = f"internal error: {type(exc).__name__}: {exc} (see the service log)"
+        finally:
+            for stage in ran:
+                cleanup = getattr(stage, "cleanup", None)
+                if cleanup is not None:
+                    try:
+                        cleanup(ctx)
+                    except Exception:
+                        logger.exception("cleanup of stage {} failed", stage.name)
+            if held:
+                session.lock.release()
+        if outcome == "failed" and retryable and job.attempt >= self.settings["retry"]["max_attempts"]:
+            message = f"{message} (gave up after {job.attempt} attempts; `kbwatch retry` tries again)"
+            error = message
+        self._park(session, FinishedRun(
+            ctx=ctx, job=job, run_id=run_id, outcome=outcome, message=message, error=error,
+            reason=reason_word, retryable=retryable, blocked_by=blocked, stage_rows=stage_rows,
+            started_at=started, sha256=digest, size=size, mtime_ns=mtime_ns, name=name))
+
+    # -- commit ------------------------------------------------------------
+    def _park(self, session: ProjectSession, run: FinishedRun) -> None:
+        """Hand the finished run to its project; commit when the batch is due."""
+        with session.lock:
+            if run.ctx is None:
+                run.ctx = _bare_context(run, session, self.settings, self.plugins, self.journal)
+            for stage in self.stages:
+                finish = getattr(stage, "finish", None)
+                if finish is not None:
+                    try:
+                        finish(run.ctx, run.outcome, run.message)
+                    except Exception:
+                        logger.exception("finish of stage {} failed", stage.name)
+            session.pending_runs.append(run)
+            if session.first_pending_at is None:
+                session.first_pending_at = time.monotonic()
+            svc = self.settings["service"]
+            due = (
+                session.active <= 1
+                or len(session.pending_runs) >= svc["commit_batch"]
+                or time.monotonic() - session.first_pending_at >= svc["commit_interval_seconds"]
+                or self._stopping.is_set()
+            )
+            if due:
+                self.flush(session)
+
+    def flush_all(self) -> None:
+        with self._sessions_lock:
+            sessions = list(self._sessions.values())
+        for s in sessions:
+            with s.lock:
+                if s.has_pending():
+                    self.flush(s)
+
+    def flush(self, session: ProjectSession) -> None:
+        """Commit a project's pending runs (call under ``session.lock``)."""
+        runs, session.pending_runs = session.pending_runs, []
+        session.first_pending_at = None
+        try:
+            _retry_transient(lambda: _commit(session), self.settings)
+        except Exception as exc:
+            logger.error("commit of {} failed: {}", session.name, exc)
+            session.discard()
+            for run in runs:
+                if run.outcome in ("done", "duplicate"):
+                    run.outcome, run.retryable, run.reason = "failed", True, "commit failed"
+                    run.message = run.error = f"could not write the project's files: {exc}"
+        rows, stage_rows, finding_rows, records = [], [], [], []
+        pending = None
+        for run in runs:
+            ctx = run.ctx
+            if run.outcome in ("done", "duplicate"):
+                _remove_source(ctx, run)
+            if pending is None:
+                pending = _pending_count(self.journal, session.name, runs)
+            record = build_record(
+                run.run_id, run.outcome, run.message, ctx.source_rel, run.sha256, ctx.outputs,
+                ctx.diagnostics, ctx.findings if run.outcome == "done" else [], ctx.parsed_path, pending,
+            )
+            rec_rel = f"runs/{run.run_id}.json"
+            try:
+                atomic_write(session.path / rec_rel, json.dumps(record, ensure_ascii=False, indent=2) + "\n", fsync=False)
+            except OSError as exc:
+                logger.error("cannot write {}: {}", rec_rel, exc)
+            records.append(session.path / rec_rel)
+            finished = utc_iso()
+            attempts = run.job.attempt
+            rows.append({
+                "run_id": run.run_id, "project": session.name, "source": ctx.source_rel, "name": run.name,
+                "sha256": run.sha256, "size": run.size, "mtime_ns": run.mtime_ns, "outcome": run.outcome,
+                "status": record["status"], "error": run.error, "reason": run.reason,
+                "retryable": int(run.retryable), "attempts": attempts,
+                "next_attempt_at": (time.time() + backoff_seconds(self.settings, attempts)) if run.retryable else None,
+                "started_at": run.started_at, "finished_at": finished, "record_path": f"{session.name}/{rec_rel}",
+                "blocked_by": json.dumps(run.blocked_by, ensure_ascii=False) if run.blocked_by else None,
+            })
+            stage_rows.extend(run.stage_rows)
+            if run.outcome == "done":
+                for f in ctx.findings:
+                    finding_rows.append(_finding_row(run, session.name, f))
+            self.totals[run.outcome] = self.totals.get(run.outcome, 0) + 1
+        _fsync_files(records)
+        try:
+            if any(r["outcome"] == "done" for r in rows):
+                with self.journal.transaction() as db:
+                    for run in runs:
+                        if run.outcome == "done":
+                            db.execute(
+                                "update findings set current = 0 where project = ? and document = ?",
+                                [session.name, run.name],
+                            )
+            self.journal.finish_runs(rows, stage_rows, finding_rows)
+        except Exception as exc:  # the runs/ files are the truth; the journal can be rebuilt
+            logger.error("journal update failed ({}); run `kbwatch journal rebuild`", exc)
+        try:
+            session.run_after_commit()
+        except Exception as exc:
+            logger.error("post-commit update of {} failed: {}", session.name, exc)
+        for run, row in zip(runs, rows):
+            for cb in self.on_finished:
+                try:
+                    cb(run)
+                except Exception:
+                    logger.exception("on_finished callback failed")
+            rec = RunRecord(
+                run_id=run.run_id, project=session.name, source=row["source"], name=run.name,
+                outcome=run.outcome, status=row["status"], error=run.error, started_at=run.started_at,
+                finished_at=row["finished_at"], record_path=row["record_path"],
+                findings=list(run.ctx.findings) if run.ctx else [],
+            )
+            try:
+                self.plugins.hook.kb_run_finished(run=rec)
+            except Exception:
+                logger.exception("a kb_run_finished hook failed")
+            level = "INFO" if run.outcome in ("done", "duplicate") else "WARNING"
+            logger.log(level, "{} {}: {} {}", run.outcome, session.name, row["source"], run.message)
+
+
+# -- helpers -----------------------------------------------------------------
+
+
+def _worker_warmup() -> None:
+    """Import the heavy parser stacks once per worker process."""
+    try:
+        import plugins  # noqa: F401
+    except Exception:
+        pass
+
+
+def _hash(path: Path) -> str:
+    try:
+        return sha256_file(path)
+    except FileNotFoundError:
+        raise
+    except PermissionError as exc:
+        raise TransientError(f"cannot read the file yet: {exc.strerror}", reason="locked") from exc
+    except OSError as exc:
+        raise TransientError(f"cannot read the file: {exc.strerror}", reason="io") from exc
+
+
+def _retry_transient(fn: Callable[[], Any], settings: dict) -> Any:
+    r = settings["retry"]
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(TransientError),
+        wait=tenacity.wait_exponential_jitter(initial=min(0.2, r["backoff_initial_seconds"]), max=min(5.0, r["backoff_max_seconds"])),
+        stop=tenacity.stop_after_attempt(min(RETRYABLE_IN_RUN, r["max_attempts"])),
+        reraise=True,
+    )
+    return retrying(fn)
+
+
+def _commit(session: ProjectSession) -> None:
+    try:
+        session.commit()
+    except OSError as exc:
+        raise TransientError(f"{exc.strerror or exc}", reason="io") from exc
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)
+
+
+def _stage_row(run_id: str, stage: str, status: str, ms: float, error: str | None) -> dict:
+    return {"run_id": run_id, "stage": stage, "status": status, "duration_ms": ms, "error": error}
+
+
+def _done_message(ctx: RunContext) -> str:
+    what = "new version" if ctx.event == "version" else "ingested"
+    where = f" as {ctx.archived}" if ctx.archived else ""
+    return f"{what}{where}"
+
+
+def _bare_context(run: FinishedRun, session: ProjectSession, settings: dict, plugins=None, journal=None) -> RunContext:
+    name, ext = split_name(run.job.rel)
+    return RunContext(
+        run_id=run.run_id, project=session, source=session.path / "sources" / run.job.rel,
+        source_rel=f"sources/{run.job.rel}", name=name, ext=ext, sha256=run.sha256 or "",
+        size=run.size, mtime_ns=run.mtime_ns, settings=settings, started_at=run.started_at,
+        plugins=plugins, journal=journal,
+    )
+
+
+def _remove_source(ctx: RunContext, run: FinishedRun) -> None:
+    """Remove the ingested source, unless it changed since it was taken."""
+    try:
+        st = os.lstat(ctx.source)
+    except FileNotFoundError:
+        return
+    if st.st_size != run.size or st.st_mtime_ns != run.mtime_ns:
+        logger.info("{} changed while it was ingested; left in sources/ for the next run", ctx.source_rel)
+        return
+    try:
+        os.unlink(ctx.source)
+        ctx.output(ctx.source_rel, "deleted")
+    except OSError as exc:
+        logger.warning("could not remove {}: {}", ctx.source_rel, exc)
+        ctx.diagnose("warning", f"ingested, but the source could not be removed: {exc.strerror}")
+        return
+    _prune_empty_dirs(ctx.source.parent, ctx.project.path / "sources")
+
+
+def _prune_empty_dirs(folder: Path, stop: Path) -> None:
+    while folder != stop and stop in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def _fsync_files(paths: list[Path]) -> None:
+    dirs = set()
+    for p in paths:
+        try:
+            with open(p, "rb") as fh:
+                os.fsync(fh.fileno())
+            dirs.add(p.parent)
+        except OSError:
+            pass
+    from pipeline.fsutil import fsync_dir
+
+    for d in dirs:
+        fsync_dir(d)
+
+
+def _pending_count(journal: Journal, project: str, runs: list[FinishedRun]) -> int:
+    try:
+        existing = len(journal.pending_findings(project))
+    except Exception:
+        existing = 0
+    replaced = {r.name for r in runs if r.outcome == "done"}
+    if replaced and existing:
+        rows = journal.pending_findings(project)
+        existing = sum(1 for row in rows if row["document"] not in replaced)
+    new = sum(
+        1 for r in runs if r.outcome == "done" and r.ctx
+        for f in r.ctx.findings if getattr(f, "decision", "pending") == "pending"
+    )
+    return existing + new
+
+
+def _finding_row(run: FinishedRun, project: str, f) -> dict:
+    return {
+        "run_id": run.run_id, "project": project, "document": run.name, "path": run.ctx.parsed_path,
+        "kind": f.kind, "rule": f.rule, "severity": f.severity, "line": f.line, "column": f.column,
+        "offset": f.offset, "excerpt": f.excerpt, "fingerprint": f.fingerprint,
+        "decision": getattr(f, "decision", "pending"), "decided_at": None, "current": 1,
+    }

@@ -1,0 +1,121 @@
+"""What is waiting in a project's sources/: walking, ignoring, naming.
+
+Only regular files are taken. Symlinks, FIFOs, sockets and devices are
+reported as refused (never followed or opened). Names with bytes that are not
+UTF-8 or with control characters are refused with a message asking for a
+rename; ignore patterns and dot-files are skipped silently.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.fsutil import display_path
+
+
+@dataclass
+class SourceEntry:
+    path: Path  # absolute
+    rel: str  # relative to sources/, "/"-separated
+    refused: str | None = None  # reason when the entry cannot be taken
+    size: int = 0
+    mtime_ns: int = 0
+
+
+def is_ignored(name: str, patterns: list[str]) -> bool:
+    if name.startswith("."):
+        return True
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def name_problem(rel: str) -> str | None:
+    """Why a file name cannot be used, or None."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the file name is not valid UTF-8; rename it"
+    if any(ord(c) < 32 or ord(c) == 127 for c in rel):
+        return "the file name contains a newline or control character; rename it"
+    return None
+
+
+def split_name(rel: str) -> tuple[str, str]:
+    """``sub/技术方案.pdf`` → (``sub/技术方案``, ``.pdf``)."""
+    head, _, base = rel.rpartition("/")
+    stem, ext = os.path.splitext(base)
+    if not stem:  # ".pdf" alone
+        stem, ext = base, ""
+    return (f"{head}/{stem}" if head else stem), ext
+
+
+def classify(path: Path) -> tuple[str | None, os.stat_result | None]:
+    """(refusal reason or None, lstat) for a path in sources/."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "vanished", None
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        return "symbolic links are not followed; copy the file itself into sources/", st
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe) is not a document", st
+    if stat.S_ISSOCK(mode):
+        return "a socket is not a document", st
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device is not a document", st
+    if not stat.S_ISREG(mode):
+        return "not a regular file", st
+    return None, st
+
+
+def walk_sources(project: Path, patterns: list[str]) -> list[SourceEntry]:
+    """Every candidate under ``<project>/sources/``, sorted by relative path."""
+    base = project / "sources"
+    out: list[SourceEntry] = []
+    stack = [base]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            name = entry.name
+            if is_ignored(name, patterns):
+                continue
+            path = Path(entry.path)
+            rel = path.relative_to(base).as_posix()
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(path)
+                continue
+            reason, st = classify(path)
+            if reason == "vanished":
+                continue
+            if reason is None:
+                reason = name_problem(rel)
+            out.append(
+                SourceEntry(
+                    path=path,
+                    rel=display_path(rel) if reason else rel,
+                    refused=reason,
+                    size=st.st_size if st else 0,
+                    mtime_ns=st.st_mtime_ns if st else 0,
+                )
+            )
+    out.sort(key=lambda e: e.rel)
+    return out
+
+
+def project_of(root: Path, path: Path) -> tuple[Path, str] | None:
+    """(project dir, rel under sources/) for a path inside some ``<root>/<p>/sources/``."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return None
+    if len(parts) < 3 or parts[1] != "sources":
+        return None
+    return root / parts[0], "/".join(parts[2:])

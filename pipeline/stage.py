@@ -1,0 +1,106 @@
+"""The stage contract and the one context object every stage receives.
+
+A stage (contributed through ``kb_stages``):
+
+- SHALL have a ``name``; ``[pipeline] stages`` orders stages by that name.
+- SHALL implement ``run(ctx) -> str | None``; the optional string is a short
+  note for the log.
+- MAY implement ``able_to_run(ctx) -> bool``; a stage that cannot run is
+  skipped with a log line and recorded as ``skipped``.
+- MAY implement ``cleanup(ctx)``; it is ALWAYS called once ``run`` was called.
+- MAY set ``concurrent = True`` when ``run`` only reads the source and writes
+  to ``ctx`` (parse, scan); such stages run outside the per-project commit
+  lock, so several files are parsed at once. Other stages run serially per
+  project under the lock.
+- SHALL stop a run with :class:`pipeline.errors.StopRun` (conflict,
+  duplicate) and fail it with :class:`pipeline.errors.TransientError` or
+  :class:`pipeline.errors.PermanentError`.
+- SHALL NOT delete or move the source: the runner removes it only after the
+  project's files are durable.
+
+The runner:
+
+- calls stages in configured order; stops at the first StopRun or error;
+- calls ``cleanup`` in ``finally``;
+- records per stage: status, duration in ms and error, in the journal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pipeline.model import Finding, ParsedDocument
+    from pipeline.project import ProjectSession
+
+
+class Stage:
+    """Convenience base class; duck-typed objects work as well."""
+
+    name: str = ""
+    concurrent: bool = False
+
+    def able_to_run(self, ctx: "RunContext") -> bool:
+        return True
+
+    def run(self, ctx: "RunContext") -> str | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def cleanup(self, ctx: "RunContext") -> None:
+        return None
+
+
+@dataclass
+class RunContext:
+    """Everything one run knows. Stages read and fill it in order.
+
+    ``name`` is the document name: the path under ``sources/`` without the
+    extension, with ``/`` separators (``sub/技术方案``). ``ext`` is the original
+    extension as written (``.PDF`` stays ``.PDF``); ``ext_lower`` is for
+    matching. ``outputs`` maps project-relative paths to
+    created/updated/deleted/unchanged; ``diagnostics`` holds compile-run
+    diagnostics; ``stash`` is plugin-private state keyed by plugin name.
+    """
+
+    run_id: str
+    project: "ProjectSession"
+    source: Path  # absolute path of the file in sources/
+    source_rel: str  # project-relative: "sources/sub/x.pdf"
+    name: str
+    ext: str
+    sha256: str
+    size: int
+    mtime_ns: int
+    settings: dict
+    started_at: str
+    offload: Callable[..., Any] | None = None  # run a picklable callable in a worker process
+    plugins: Any = None  # the PluginSet (hooks, parsers, stages)
+    journal: Any = None  # the Journal (findings, review decisions)
+    parsed: "ParsedDocument | None" = None
+    findings: list["Finding"] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)
+    diagnostics: list[dict] = field(default_factory=list)
+    archived: str | None = None  # project-relative archive path of this version
+    parsed_path: str | None = None  # project-relative parsed path
+    event: str = "new"  # "new" | "version": set by the manifest stage
+    summary: str = ""  # one-line summary for the file index
+    stash: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ext_lower(self) -> str:
+        return self.ext.lower()
+
+    @property
+    def filename(self) -> str:
+        return self.source.name
+
+    def output(self, relpath: str, operation: str) -> None:
+        """Record that this run created/updated/deleted/left unchanged a file."""
+        self.outputs[relpath] = operation
+
+    def diagnose(self, severity: str, message: str, path: str | None = None) -> None:
+        self.diagnostics.append(
+            {"severity": severity, "path": path or self.source_rel, "message": message}
+        )

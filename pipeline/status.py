@@ -1,0 +1,106 @@
+"""``kbwatch status``: service state, queue, projects, failures, pending reviews."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from pipeline.formats.knowledge_md import read_frontmatter
+from pipeline.kb import KnowledgeBase
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def service_state(kb: KnowledgeBase) -> dict:
+    row = kb.journal.service() or {}
+    pid = row.get("pid")
+    alive = _pid_alive(pid) and not row.get("stopped_at")
+    now = time.time()
+    hb = row.get("heartbeat")
+    hb_age = (now - hb) if hb else None
+    stale = hb_age is not None and hb_age > max(30.0, 6 * kb.settings["service"]["heartbeat_seconds"])
+    if alive and not stale:
+        state = "running"
+    elif pid and not row.get("stopped_at"):
+        state = "dead"  # it never said it stopped
+    else:
+        state = "stopped"
+    return {
+        "state": state,
+        "pid": pid if state == "running" else None,
+        "last_pid": pid,
+        "uptime_seconds": (now - row["started_at"]) if state == "running" and row.get("started_at") else None,
+        "heartbeat_age_seconds": hb_age,
+        "queue": (row.get("queue") or 0) if state == "running" else 0,
+        "in_flight": (row.get("in_flight") or 0) if state == "running" else 0,
+    }
+
+
+def collect_status(kb: KnowledgeBase) -> dict:
+    svc = service_state(kb)
+    projects = []
+    for p in kb.projects():
+        try:
+            manifest = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
+            documents = sum(1 for f in manifest.get("files", []) if not f.get("removed"))
+        except (OSError, ValueError):
+            documents = 0
+        try:
+            front = read_frontmatter((p / "KNOWLEDGE.md").read_text(encoding="utf-8"))
+        except OSError:
+            front = {}
+        latest = kb.journal.latest_for_sources(p.name)
+        failed = [
+            r for r in latest.values()
+            if r["outcome"] in ("failed", "conflict") and os.path.lexists(p / r["source"])
+        ]
+        pending = len(kb.journal.pending_findings(p.name))
+        projects.append({
+            "name": p.name, "status": front.get("status", "draft"), "documents": documents,
+            "failed": len(failed), "pending_reviews": pending, "_failures": failed,
+        })
+    public = {
+        "running": svc["state"] == "running", "pid": svc["pid"], "queue": svc["queue"],
+        "in_flight": svc["in_flight"],
+        "projects": [{k: v for k, v in pr.items() if not k.startswith("_")} for pr in projects],
+    }
+    return {"public": public, "service": svc, "projects": projects, "last_runs": kb.journal.runs(limit=5)}
+
+
+def render_status(data: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    svc = data["service"]
+    if svc["state"] == "running":
+        console.print(
+            f"service: running (pid {svc['pid']}, up {svc['uptime_seconds']:.0f} s, heartbeat "
+            f"{svc['heartbeat_age_seconds']:.0f} s ago), queue {svc['queue']}, in flight {svc['in_flight']}"
+        )
+    elif svc["state"] == "dead":
+        console.print(f"service: DEAD (pid {svc['last_pid']} stopped without a clean shutdown)")
+    else:
+        console.print("service: stopped")
+    table = Table("project", "status", "documents", "failed", "pending reviews")
+    for p in data["projects"]:
+        table.add_row(p["name"], p["status"], str(p["documents"]), str(p["failed"]), str(p["pending_reviews"]))
+    console.print(table)
+    for p in data["projects"]:
+        for r in p["_failures"][:10]:
+            console.print(f"  {p['name']}/{r['source']}: {r['outcome']}: {r['error'] or ''}")
+    if data["last_runs"]:
+        console.print("last runs:")
+        for r in data["last_runs"]:
+            console.print(f"  {r['finished_at'] or r['started_at']}  {r['outcome']:<9} {r['project']}/{r['source']}")

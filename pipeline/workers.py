@@ -1,0 +1,188 @@
+"""Worker processes for bounded work (parsing): timeout, memory cap, kill, replace.
+
+``WorkerPool.call(fn, *args, timeout=...)`` runs a picklable function in one
+of N long-lived worker processes and blocks the calling thread until it
+returns. A call that overruns its timeout gets its worker killed (SIGKILL)
+and replaced, and raises :class:`PermanentError` ``reason="timeout"``; a
+worker that dies (segfault, out of memory) raises ``reason="crashed"``. Each
+worker caps its address space (``RLIMIT_AS``) and is recycled after
+``max_tasks`` calls to bound memory growth. Workers are started with the
+``spawn`` method (the parent runs threads) and warm up once.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+from loguru import logger
+
+from pipeline.errors import PermanentError, StageError, TransientError
+
+_CTX = mp.get_context("spawn")
+
+
+def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None) -> None:
+    if memory_mb > 0:
+        try:
+            import resource
+
+            limit = memory_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ValueError, OSError):  # pragma: no cover - platform dependent
+            pass
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+    if warmup is not None:
+        try:
+            warmup()
+        except Exception:  # warm-up is an optimisation only
+            pass
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        fn, args, kwargs = msg
+        try:
+            result = ("ok", fn(*args, **kwargs))
+        except StageError as exc:
+            result = ("stage", (type(exc).__name__, exc.message, exc.reason))
+        except MemoryError:
+            result = ("stage", ("PermanentError", "the parser ran out of memory (stages.parse.memory_mb)", "memory"))
+        except Exception as exc:
+            result = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        try:
+            conn.send(result)
+        except Exception as exc:  # unpicklable result
+            conn.send(("error", f"result could not be sent back: {exc}", ""))
+
+
+class _Worker:
+    def __init__(self, memory_mb: int, warmup):
+        self.conn, child = _CTX.Pipe()
+        self.proc = _CTX.Process(target=_worker_main, args=(child, memory_mb, warmup), daemon=True)
+        self.proc.start()
+        child.close()
+        self.tasks = 0
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except Exception:
+            pass
+        self.proc.join(timeout=5)
+        try:
+            self.conn.close()
+        except Exception:
+            pass
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except Exception:
+            pass
+        self.proc.join(timeout=2)
+        if self.proc.is_alive():
+            self.kill()
+
+
+class WorkerPool:
+    def __init__(self, size: int, memory_mb: int = 0, max_tasks: int = 100, warmup: Callable[[], None] | None = None):
+        self.size = max(1, size)
+        self.memory_mb = memory_mb
+        self.max_tasks = max_tasks
+        self.warmup = warmup
+        self._idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
+        self._lock = threading.Lock()
+        self._started = 0
+        self._closed = False
+        self._busy: set[_Worker] = set()
+
+    def _acquire(self) -> _Worker:
+        with self._lock:
+            if self._closed:
+                raise TransientError("the service is shutting down", reason="shutdown")
+            if self._idle.empty() and self._started < self.size:
+                self._started += 1
+                w = _Worker(self.memory_mb, self.warmup)
+                self._busy.add(w)
+                return w
+        w = self._idle.get()
+        with self._lock:
+            self._busy.add(w)
+        return w
+
+    def _release(self, w: _Worker, healthy: bool) -> None:
+        with self._lock:
+            self._busy.discard(w)
+            if not healthy or self._closed or w.tasks >= self.max_tasks:
+                if healthy:
+                    w.stop()
+                else:
+                    w.kill()
+                self._started -= 1
+                return
+        self._idle.put(w)
+
+    def call(self, fn: Callable, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        w = self._acquire()
+        healthy = False
+        try:
+            try:
+                w.conn.send((fn, args, kwargs))
+            except (OSError, EOFError, BrokenPipeError):
+                raise PermanentError("the parse worker died before it started the task", reason="crashed")
+            deadline = None if not timeout else time.monotonic() + timeout
+            while True:
+                wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+                if w.conn.poll(wait):
+                    try:
+                        status, *payload = w.conn.recv()
+                    except (EOFError, OSError):
+                        raise PermanentError(
+                            f"the parse worker crashed (exit code {w.proc.exitcode})", reason="crashed"
+                        ) from None
+                    break
+                if not w.proc.is_alive():
+                    raise PermanentError(
+                        f"the parse worker crashed (exit code {w.proc.exitcode})", reason="crashed"
+                    )
+                if self._closed:
+                    raise TransientError("the service is shutting down", reason="shutdown")
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise PermanentError(
+                        f"parsing took longer than {timeout:g} s (stages.parse.timeout_seconds); the worker was killed",
+                        reason="timeout",
+                    )
+            healthy = True
+            w.tasks += 1
+        finally:
+            self._release(w, healthy)
+        if status == "ok":
+            return payload[0]
+        if status == "stage":
+            cls_name, message, reason = payload[0]
+            cls = TransientError if cls_name == "TransientError" else PermanentError
+            raise cls(message, reason=reason)
+        message, tb = payload
+        logger.debug("worker error: {}", tb)
+        raise PermanentError(f"parser error: {message}", reason="parser error")
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            busy = list(self._busy)
+        while True:
+            try:
+                self._idle.get_nowait().stop()
+            except queue.Empty:
+                break
+        for w in busy:
+            w.kill()

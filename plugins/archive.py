@@ -1,0 +1,78 @@
+"""Stage ``archive``: publish this version — the original to archive/, the text to parsed/.
+
+The original is copied (never moved: the runner removes the source only
+after the commit) to ``archive/<sub>/<stem>_YYYYMMDDHHmm<ext>``, adding
+seconds and then ``-2``, ``-3``… when taken (DESIGN §2). A copy left by a run
+that crashed before its commit (same content, not in the manifest) is reused,
+so a re-run adds no second archive file. ``parsed/<name>.md`` is written
+atomically with its header comments (DESIGN §5).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pipeline import hookimpl
+from pipeline.formats.archive_names import archived_versions_on_disk, choose_archive_name
+from pipeline.formats.manifest import session_manifest
+from pipeline.formats.parsed import render_parsed
+from pipeline.fsutil import atomic_write, durable_copy, human_minute, now_local, sha256_file
+from pipeline.stage import RunContext, Stage
+
+
+def _reusable_copy(ctx: RunContext, folder: Path, stem: str) -> str | None:
+    manifest = session_manifest(ctx.project)
+    entry = manifest.get(ctx.name)
+    known = {v["archived"] for v in entry["versions"]} if entry else set()
+    for path in archived_versions_on_disk(folder, stem, ctx.ext):
+        rel = path.relative_to(ctx.project.path).as_posix()
+        if rel in known:
+            continue
+        try:
+            if path.stat().st_size == ctx.size and sha256_file(path) == ctx.sha256:
+                return rel
+        except OSError:
+            continue
+    return None
+
+
+class ArchiveStage(Stage):
+    name = "archive"
+
+    def run(self, ctx: RunContext) -> str | None:
+        project = ctx.project.path
+        sub, _, stem = ctx.name.rpartition("/")
+        folder = project / "archive" / sub if sub else project / "archive"
+        when = now_local(ctx.settings["stages"]["archive"]["timezone"])
+        reused = _reusable_copy(ctx, folder, stem)
+        if reused:
+            ctx.archived = reused
+            ctx.output(reused, "unchanged")
+        else:
+            name = choose_archive_name(folder, stem, ctx.ext, when)
+            durable_copy(ctx.source, folder / name)
+            ctx.archived = (folder / name).relative_to(project).as_posix()
+            ctx.output(ctx.archived, "created")
+        if ctx.parsed is not None:
+            parsed_rel = f"parsed/{ctx.name}.md"
+            target = project / parsed_rel
+            existed = target.exists()
+            text = render_parsed(
+                source_name=ctx.source_rel.removeprefix("sources/"),
+                archived=ctx.archived,
+                parsed_at=human_minute(when),
+                title=ctx.parsed.title or stem,
+                body=ctx.parsed.markdown,
+            )
+            atomic_write(target, text, fsync=False)
+            ctx.project.durable(target)
+            ctx.parsed_path = parsed_rel
+            ctx.output(parsed_rel, "updated" if existed else "created")
+            ctx.stash["archive.parsed_text"] = text
+        return ctx.archived
+
+
+@hookimpl
+def kb_stages():
+    return [ArchiveStage()]

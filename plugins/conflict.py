@@ -1,0 +1,80 @@
+"""Stage ``conflict``: the cheap preflight checks before any parsing.
+
+- Two files in one sources/ folder with the same name and different
+  extensions are both refused (``conflict``), until one is renamed.
+- A file whose name is already in the manifest with another extension is
+  refused (``conflict``), until it is renamed or the old document removed.
+- A file whose SHA-256 equals the latest archived version of its name is a
+  ``duplicate``: no version is added and the source is removed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pipeline import hookimpl
+from pipeline.errors import Outcome, StopRun
+from pipeline.formats.manifest import session_manifest
+from pipeline.sources import is_ignored, split_name
+from pipeline.stage import RunContext, Stage
+
+
+def _siblings(ctx: RunContext) -> dict[str, list[str]]:
+    """stem -> file names in the source's folder (cached per folder mtime)."""
+    folder = ctx.source.parent
+    try:
+        mtime = os.stat(folder).st_mtime_ns
+    except FileNotFoundError:
+        return {}
+    cache = ctx.project.cached("conflict.listing", dict)
+    hit = cache.get(folder)
+    if hit and hit[0] == mtime:
+        return hit[1]
+    patterns = ctx.settings["ignore"]["patterns"]
+    by_stem: dict[str, list[str]] = {}
+    for entry in os.scandir(folder):
+        if is_ignored(entry.name, patterns) or not entry.is_file(follow_symlinks=False):
+            continue
+        stem, _ = split_name(entry.name)
+        by_stem.setdefault(stem, []).append(entry.name)
+    cache[folder] = (mtime, by_stem)
+    return by_stem
+
+
+class ConflictStage(Stage):
+    name = "conflict"
+
+    def run(self, ctx: RunContext) -> str | None:
+        stem = ctx.name.rsplit("/", 1)[-1]
+        others = [n for n in _siblings(ctx).get(stem, []) if n != ctx.filename and split_name(n)[1] != ctx.ext]
+        if others:
+            folder = str(Path(ctx.source_rel).parent)
+            blocked = [f"{folder}/{n}" for n in others]
+            names = ", ".join(sorted(others))
+            raise StopRun(
+                Outcome.CONFLICT,
+                f"{ctx.filename} and {names} share the name {stem!r} and would both become "
+                f"parsed/{ctx.name}.md; rename one of them",
+                blocked_by=blocked,
+            )
+        manifest = session_manifest(ctx.project)
+        entry = manifest.get(ctx.name)
+        if entry is not None and not entry.get("removed"):
+            if entry["ext"].lower() != ctx.ext.lower():
+                raise StopRun(
+                    Outcome.CONFLICT,
+                    f"{ctx.name}{entry['ext']} is already in the knowledge base under the name "
+                    f"{ctx.name!r}; rename {ctx.filename} (or `kbwatch remove` the old document)",
+                    blocked_by=[entry["parsed"]],
+                )
+            latest = entry["versions"][-1] if entry["versions"] else None
+            if latest and latest["hash"] == f"sha256:{ctx.sha256}":
+                ctx.archived = latest["archived"]
+                raise StopRun(Outcome.DUPLICATE, f"identical to {latest['archived']}; no version added")
+        return None
+
+
+@hookimpl
+def kb_stages():
+    return [ConflictStage()]

@@ -1,0 +1,68 @@
+"""Stage ``knowledge``: keep the project's KNOWLEDGE.md (Agent Knowledge entry) current.
+
+Its status is ``needs-review`` while risk findings wait for ``kbwatch review``
+and ``ready`` otherwise (``draft`` before the first document). It is written
+after each commit, once the batch's findings are in the journal.
+"""
+
+from __future__ import annotations
+
+from pipeline import hookimpl
+from pipeline.formats.knowledge_md import render_knowledge
+from pipeline.formats.manifest import session_manifest
+from pipeline.formats.project_md import HEADINGS, session_project_md
+from pipeline.fsutil import atomic_write, now_local
+from pipeline.stage import RunContext, Stage
+
+
+def describe(project: str, overview: str, names: list[str], language: str) -> str:
+    placeholders = {h["overview_placeholder"] for h in HEADINGS.values()}
+    text = " ".join(overview.split())
+    if text and text not in placeholders:
+        return text
+    shown = ", ".join(names[:5]) + ("…" if len(names) > 5 else "")
+    if language == "en":
+        return f"Documents of project {project} ({len(names)}): {shown}" if names else f"Project {project} (no documents yet)"
+    return f"项目 {project} 的文档（{len(names)} 个）：{shown}" if names else f"项目 {project}（尚无文档）"
+
+
+def write_knowledge(session, journal, settings) -> str:
+    """Render and write KNOWLEDGE.md now; returns the status written."""
+    manifest = session_manifest(session)
+    pm = session_project_md(session)
+    names = [f["name"] for f in manifest.active_files()]
+    pending = len(journal.pending_findings(session.name)) if journal is not None else 0
+    status = "needs-review" if pending else ("ready" if names else "draft")
+    opts = settings["project"]
+    text = render_knowledge(
+        project=session.name,
+        description=describe(session.name, pm.section_text("overview"), names, pm.language),
+        status=status,
+        updated=now_local().strftime("%Y-%m-%d"),
+        language=pm.language,
+        type_=opts["type"],
+        trust=opts["trust"],
+        grounding=opts["grounding"],
+        documents=len(names),
+        pending_reviews=pending,
+    )
+    atomic_write(session.path / "KNOWLEDGE.md", text)
+    return status
+
+
+class KnowledgeStage(Stage):
+    name = "knowledge"
+
+    def run(self, ctx: RunContext) -> str | None:
+        self.finish(ctx, "done", "")
+        ctx.output("KNOWLEDGE.md", "updated" if (ctx.project.path / "KNOWLEDGE.md").exists() else "created")
+        return None
+
+    def finish(self, ctx: RunContext, outcome: str, message: str) -> None:
+        session, journal, settings = ctx.project, ctx.journal, ctx.settings
+        session.after_commit("knowledge", lambda: write_knowledge(session, journal, settings))
+
+
+@hookimpl
+def kb_stages():
+    return [KnowledgeStage()]

@@ -1,0 +1,56 @@
+"""Stage ``parse``: turn the source into Markdown through the ``kb_parse`` parsers.
+
+Bounds: files over ``[stages.parse] max_file_mb`` fail as ``too large``
+without being opened; empty files fail as ``empty``. Rich formats are parsed
+in a worker process (``isolate = "auto"``) with ``timeout_seconds`` and
+``memory_mb`` enforced by killing the worker; plain-text parsers that declare
+``inprocess`` run in the calling thread.
+"""
+
+from __future__ import annotations
+
+from pipeline import hookimpl
+from pipeline.errors import PermanentError
+from pipeline.parsing import choose_parser, parse_file, parse_in_worker
+from pipeline.stage import RunContext, Stage
+
+
+class ParseStage(Stage):
+    name = "parse"
+    concurrent = True
+
+    def run(self, ctx: RunContext) -> str | None:
+        opts = ctx.settings["stages"]["parse"]
+        limit = opts["max_file_mb"] * 1024 * 1024
+        if ctx.size > limit:
+            raise PermanentError(
+                f"the file is {ctx.size / 1048576:.1f} MB, over the {opts['max_file_mb']} MB limit "
+                "(stages.parse.max_file_mb)",
+                reason="too large",
+            )
+        if ctx.size == 0:
+            raise PermanentError("the file is empty", reason="empty")
+        info = choose_parser(ctx.plugins, ctx.ext)
+        if info is None:
+            raise PermanentError(
+                f"unsupported file type {ctx.ext or '(no extension)'}: no parser claims it",
+                reason="unsupported",
+            )
+        isolate = opts["isolate"]
+        use_worker = ctx.offload is not None and (isolate is True or (isolate == "auto" and not info.inprocess))
+        if use_worker:
+            doc = ctx.offload(parse_in_worker, str(ctx.source), ctx.ext, ctx.settings,
+                              timeout=opts["timeout_seconds"] or None)
+        else:
+            doc = parse_file(ctx.plugins, ctx.source, ctx.ext, ctx.settings)
+        if not doc.markdown.strip():
+            raise PermanentError("no text could be extracted from the file", reason="no text")
+        ctx.parsed = doc
+        for w in doc.warnings:
+            ctx.diagnose("warning", w)
+        return f"{doc.parser}: {len(doc.markdown)} chars"
+
+
+@hookimpl
+def kb_stages():
+    return [ParseStage()]

@@ -21,7 +21,7 @@ from pipeline.formats.knowledge_md import render_knowledge
 from pipeline.formats.manifest import Manifest
 from pipeline.formats.project_md import ProjectMd
 from pipeline.formats.run_record import build_record
-from pipeline.fsutil import atomic_write, iso_minute, now_local, utc_iso
+from pipeline.fsutil import atomic_write, display_path, iso_minute, now_local, utc_iso
 from pipeline.journal import Journal
 from pipeline.plugins import PluginSet, build_plugin_manager
 from pipeline.project import PROJECT_DIRS, discover_projects, is_project
@@ -118,7 +118,7 @@ class KnowledgeBase:
         for entry in walk_sources(project, patterns):
             if in_flight is not None and in_flight(project, entry.rel):
                 continue
-            last = latest.get(f"sources/{entry.rel}")
+            last = latest.get(f"sources/{display_path(entry.rel)}")
             attempt = 1
             if last is not None and last["size"] == entry.size and last["mtime_ns"] == entry.mtime_ns:
                 outcome = last["outcome"]

@@ -40,6 +40,30 @@ from pipeline.stage import RunContext
 from pipeline.workers import WorkerPool
 
 RETRYABLE_IN_RUN = 3  # quick attempts inside one run before the journal takes over
+_CHECKPOINT_SEEN: dict[str, int] = {}
+
+
+def checkpoint(point: str) -> None:
+    """Test hook: pause forever at ``point`` when ``KBWATCH_TEST_PAUSE`` names it.
+
+    ``KBWATCH_TEST_PAUSE="commit:after#2"`` pauses the second time the runner
+    passes that point and creates ``KBWATCH_TEST_PAUSE_FILE`` so a test knows
+    when to SIGKILL the process. Unset (always, outside tests) it costs a dict
+    lookup.
+    """
+    wanted = os.environ.get("KBWATCH_TEST_PAUSE")
+    if not wanted:
+        return
+    name, _, nth = wanted.partition("#")
+    if name != point:
+        return
+    _CHECKPOINT_SEEN[point] = _CHECKPOINT_SEEN.get(point, 0) + 1
+    if _CHECKPOINT_SEEN[point] != int(nth or 1):
+        return
+    flag = os.environ.get("KBWATCH_TEST_PAUSE_FILE")
+    if flag:
+        Path(flag).write_text(point)
+    time.sleep(3600)
 
 
 @dataclass
@@ -214,8 +238,8 @@ class Runner:
         session = self.session(job.project)
         project = job.project
         source = project / "sources" / job.rel
-        source_rel = f"sources/{job.rel}"
-        name, ext = split_name(job.rel)
+        source_rel = f"sources/{display_path(job.rel)}"
+        name, ext = split_name(display_path(job.rel))
         run_id = new_run_id("ingest")
         started = utc_iso()
         reason, st = classify(source)
@@ -270,6 +294,7 @@ class Runner:
                     continue
                 t0 = time.perf_counter()
                 ran.append(stage)
+                checkpoint(f"stage:{stage.name}:before")
                 try:
                     note = _retry_transient(lambda: stage.run(ctx), self.settings)
                 except StopRun as stop:
@@ -282,6 +307,7 @@ class Runner:
                     stage_rows.append(_stage_row(run_id, stage.name, "error", _ms(t0), f"{type(exc).__name__}: {exc}"))
                     raise
                 stage_rows.append(_stage_row(run_id, stage.name, "ok", _ms(t0), note))
+                checkpoint(f"stage:{stage.name}:after")
             message = _done_message(ctx)
         except StopRun as stop:
             outcome, message, blocked = stop.outcome.value, stop.message, stop.blocked_by
@@ -347,6 +373,7 @@ class Runner:
         """Commit a project's pending runs (call under ``session.lock``)."""
         runs, session.pending_runs = session.pending_runs, []
         session.first_pending_at = None
+        checkpoint("commit:before")
         try:
             _retry_transient(lambda: _commit(session), self.settings)
         except Exception as exc:
@@ -356,12 +383,14 @@ class Runner:
                 if run.outcome in ("done", "duplicate"):
                     run.outcome, run.retryable, run.reason = "failed", True, "commit failed"
                     run.message = run.error = f"could not write the project's files: {exc}"
+        checkpoint("commit:after")
         rows, stage_rows, finding_rows, records = [], [], [], []
         pending = None
         for run in runs:
             ctx = run.ctx
             if run.outcome in ("done", "duplicate"):
                 _remove_source(ctx, run)
+                checkpoint("source:removed")
             if pending is None:
                 pending = _pending_count(self.journal, session.name, runs)
             record = build_record(
@@ -391,6 +420,7 @@ class Runner:
                     finding_rows.append(_finding_row(run, session.name, f))
             self.totals[run.outcome] = self.totals.get(run.outcome, 0) + 1
         _fsync_files(records)
+        checkpoint("records:written")
         try:
             if any(r["outcome"] == "done" for r in rows):
                 with self.journal.transaction() as db:
@@ -453,7 +483,7 @@ def _retry_transient(fn: Callable[[], Any], settings: dict) -> Any:
     r = settings["retry"]
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(TransientError),
-        wait=tenacity.wait_exponential_jitter(initial=min(0.2, r["backoff_initial_seconds"]), max=min(5.0, r["backoff_max_seconds"])),
+        wait=tenacity.wait_exponential_jitter(multiplier=min(0.2, r["backoff_initial_seconds"]), max=min(5.0, r["backoff_max_seconds"])),
         stop=tenacity.stop_after_attempt(min(RETRYABLE_IN_RUN, r["max_attempts"])),
         reraise=True,
     )
@@ -482,10 +512,10 @@ def _done_message(ctx: RunContext) -> str:
 
 
 def _bare_context(run: FinishedRun, session: ProjectSession, settings: dict, plugins=None, journal=None) -> RunContext:
-    name, ext = split_name(run.job.rel)
+    name, ext = split_name(display_path(run.job.rel))
     return RunContext(
         run_id=run.run_id, project=session, source=session.path / "sources" / run.job.rel,
-        source_rel=f"sources/{run.job.rel}", name=name, ext=ext, sha256=run.sha256 or "",
+        source_rel=f"sources/{display_path(run.job.rel)}", name=name, ext=ext, sha256=run.sha256 or "",
         size=run.size, mtime_ns=run.mtime_ns, settings=settings, started_at=run.started_at,
         plugins=plugins, journal=journal,
     )

@@ -14,7 +14,6 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.fsutil import display_path
 
 
 @dataclass
@@ -100,7 +99,7 @@ def walk_sources(project: Path, patterns: list[str]) -> list[SourceEntry]:
             out.append(
                 SourceEntry(
                     path=path,
-                    rel=display_path(rel) if reason else rel,
+                    rel=rel,
                     refused=reason,
                     size=st.st_size if st else 0,
                     mtime_ns=st.st_mtime_ns if st else 0,

@@ -1,0 +1,141 @@
+"""Parser for plain-text formats, read directly (never through unstructured).
+
+Owns .md .markdown .txt .text .log .rst .org .csv .tsv .json .ndjson .jsonl
+.xml .yaml .yml. unstructured's text partitioner is not used: it turns Chinese
+paragraphs into headings. HTML is *not* here: it goes through unstructured
+(``parse_unstructured``), which keeps headings, lists and tables.
+
+- Encoding: BOM, then strict UTF-8, then BOM-less UTF-16/32, then
+  charset-normalizer (GBK is read as GB18030); binary content under a text
+  extension fails with ``reason="not text"``.
+- .md as-is; .txt/.log as text; .rst/.org as text with their section titles
+  turned into Markdown headings (directives such as ``include`` are never
+  followed).
+- .csv/.tsv as one Markdown table (delimiter sniffed, ragged rows padded,
+  pipes escaped, quoted newlines flattened).
+- .json/.ndjson/.yaml/.xml as a fenced code block, byte-for-byte content.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+from pipeline import hookimpl
+from pipeline.errors import PermanentError
+from pipeline.model import ParsedDocument, ParserInfo
+
+from plugins._common import check_size, decode_bytes, fenced, md_table
+
+TEXT_EXTS = (".md", ".markdown", ".txt", ".text", ".log", ".rst", ".org")
+TABLE_EXTS = (".csv", ".tsv")
+CODE_EXTS = {".json": "json", ".ndjson": "json", ".jsonl": "json", ".xml": "xml", ".yaml": "yaml", ".yml": "yaml"}
+EXTENSIONS = TEXT_EXTS + TABLE_EXTS + tuple(CODE_EXTS)
+
+
+@hookimpl
+def kb_parser_info():
+    return [
+        ParserInfo(
+            name="text",
+            extensions=EXTENSIONS,
+            priority=100,
+            inprocess=True,
+            description="plain text read directly: md/txt/rst/org as text, csv/tsv as tables, "
+            "json/yaml/xml as code blocks (encoding detected)",
+        )
+    ]
+
+
+@hookimpl
+def kb_parse(path, ext, settings):
+    ext = (ext or Path(path).suffix).lower()
+    if ext not in EXTENSIONS:
+        return None
+    path = Path(path)
+    check_size(path, settings)
+    text, encoding = decode_bytes(path.read_bytes(), path.name)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    title = None
+    if ext in TABLE_EXTS:
+        body = csv_to_markdown(text, "\t" if ext == ".tsv" else None)
+    elif ext in CODE_EXTS:
+        body = fenced(text, CODE_EXTS[ext])
+    elif ext == ".rst":
+        body = rst_headings(text)
+    elif ext == ".org":
+        body = org_headings(text)
+    else:
+        body = text.strip("\n")
+    match = re.search(r"^# +(.+?)\s*#*\s*$", body, re.M) if ext not in CODE_EXTS else None
+    if match:
+        title = match.group(1).strip()
+    doc = ParsedDocument(markdown=body + "\n" if body else "", parser="text", title=title)
+    doc.metadata["encoding"] = encoding
+    if not body.strip():
+        doc.warnings.append("the document has no text")
+    return doc
+
+
+def csv_to_markdown(text: str, delimiter: str | None = None) -> str:
+    if not text.strip():
+        return ""
+    if delimiter is None:
+        sample = text[:65536]
+        try:
+            delimiter = csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+        except csv.Error:
+            delimiter = ","
+    csv.field_size_limit(64 * 1024 * 1024)
+    try:
+        rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+    except csv.Error as exc:
+        raise PermanentError(f"CSV cannot be read: {exc}", reason="corrupt")
+    return md_table(rows)
+
+
+_RST_ADORN = re.compile(r"^([=\-~^\"'`#*+<>:._])\1{2,}\s*$")
+
+
+def rst_headings(text: str) -> str:
+    """reStructuredText section titles (underlined, optionally overlined) to # headings."""
+    lines = text.split("\n")
+    out: list[str] = []
+    levels: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        over = None
+        if _RST_ADORN.match(line) and i + 2 < len(lines) and _RST_ADORN.match(lines[i + 2]) and lines[i + 1].strip():
+            over, line, nxt, step = line[0], lines[i + 1], lines[i + 2], 3
+        else:
+            step = 2
+        if line.strip() and not _RST_ADORN.match(line) and _RST_ADORN.match(nxt) and len(nxt.rstrip()) >= len(line.strip()):
+            key = (over or "") + nxt[0]
+            if key not in levels:
+                levels.append(key)
+            out.append("#" * min(levels.index(key) + 1, 6) + " " + line.strip())
+            i += step
+            continue
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out).strip("\n")
+
+
+def org_headings(text: str) -> str:
+    """Org-mode ``* Heading`` lines to Markdown headings; ``#+TITLE:`` to a title."""
+    out = []
+    shift = 1 if re.search(r"^#\+title:", text, re.I | re.M) else 0
+    for line in text.split("\n"):
+        m = re.match(r"^(\*+)\s+(.*)$", line)
+        t = re.match(r"^#\+title:\s*(.+)$", line, re.I)
+        if m:
+            out.append("#" * min(len(m.group(1)) + shift, 6) + " " + m.group(2).strip())
+        elif t:
+            out.append("# " + t.group(1).strip())
+        else:
+            out.append(line)
+    return "\n".join(out).strip("\n")

@@ -1,0 +1,101 @@
+"""Shared fixtures: a KB root builder, CLI runners, paths to fixtures and ../shared."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+FIXTURES = REPO / "tests" / "fixtures"
+INGEST_FIXTURES = FIXTURES / "ingest"
+
+os.environ.setdefault("KBWATCH_DISABLE_ENTRYPOINTS", "1")  # tests load plugins explicitly
+
+
+def shared_or_skip(*parts: str) -> Path:
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"../shared is absent ({path} not found); CI provides it")
+    return path
+
+
+def schema(name: str) -> dict:
+    """A JSON schema from ../shared/schemas, else the copy in tests/fixtures/schemas."""
+    for base in (SHARED / "schemas", FIXTURES / "schemas"):
+        if (base / name).exists():
+            return json.loads((base / name).read_text(encoding="utf-8"))
+    pytest.skip(f"schema {name} not available")
+
+
+def kbwatch(*args: str, root: Path, env: dict | None = None, timeout: float = 300, check: bool = False,
+            input: str | None = None) -> subprocess.CompletedProcess:
+    """Run the real CLI in a subprocess (``python run.py``)."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "run.py"), *args, "--root", str(root)],
+        capture_output=True, text=True, env=full_env, timeout=timeout, input=input,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"kbwatch {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    r = tmp_path / "kb"
+    r.mkdir()
+    return r
+
+
+@pytest.fixture
+def cli(root: Path):
+    """In-process CLI call: returns (exit_code, stdout, stderr)."""
+    from click.testing import CliRunner
+
+    from pipeline.cli import cli as group
+
+    def run(*args: str, **kw):
+        runner = CliRunner()
+        result = runner.invoke(group, [*args, "--root", str(root)], catch_exceptions=False, **kw)
+        return result
+    return run
+
+
+@pytest.fixture
+def project(root: Path, cli) -> Path:
+    result = cli("init", "demo")
+    assert result.exit_code == 0, result.output
+    return root / "demo"
+
+
+def ingest(root: Path, *names: str):
+    """One-shot ingest in process; returns (totals, runs)."""
+    from pipeline.ingest import run_ingest
+    from pipeline.kb import KnowledgeBase
+
+    kb = KnowledgeBase(root)
+    try:
+        return run_ingest(kb, list(names))
+    finally:
+        kb.close()
+
+
+def read_manifest(project: Path) -> dict:
+    return json.loads((project / "manifest.json").read_text(encoding="utf-8"))
+
+
+def index_rows(project: Path) -> list[list[str]]:
+    from pipeline.formats.project_md import ProjectMd
+
+    pm = ProjectMd.parse((project / "project.md").read_text(encoding="utf-8"), project.name, "zh")
+    return list(pm.rows.values())
+
+
+def run_records(project: Path) -> list[dict]:
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((project / "runs").glob("ingest-*.json"))]

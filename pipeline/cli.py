@@ -133,6 +133,33 @@ def ingest(names, workers, verbose, quiet, progress, as_json, root, config_file)
     sys.exit(EXIT_FAILED if totals.get("failed") or totals.get("conflict") else EXIT_OK)
 
 
+# -- watch -------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--polling/--no-polling", default=None, help="Force the polling observer on or off (default: [service] polling).")
+@click.option("--settle", type=click.FloatRange(min=0), default=None, help="Override [service] settle_seconds.")
+@click.option("-v", "--verbose", is_flag=True, help="Log at DEBUG level.")
+@root_options
+def watch(polling, settle, verbose, root, config_file):
+    """Run the service: watch every project's sources/ and ingest what arrives.
+
+    Stops cleanly on SIGTERM or Ctrl-C. Only one service runs per root.
+
+    Example: kbwatch watch --root /srv/kb
+    """
+    from pipeline.service import run_service
+
+    kb = open_kb(root, config_file, verbose=verbose)
+    if polling is not None:
+        kb.settings["service"]["polling"] = polling
+    if settle is not None:
+        kb.settings["service"]["settle_seconds"] = settle
+    code = run_service(kb)
+    kb.close()
+    sys.exit(code)
+
+
 # -- status / runs / retry ---------------------------------------------------
 
 

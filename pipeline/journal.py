@@ -66,6 +66,7 @@ class Journal:
                     pk="run_id",
                 )
                 db["runs"].create_index(["project", "source"])
+                db["runs"].create_index(["outcome", "retryable"])
                 db["runs"].create_index(["outcome"])
                 db["runs"].create_index(["started_at"])
             if "stages" not in db.table_names():
@@ -142,6 +143,23 @@ class Journal:
         )
         with self._lock:
             return {r["source"]: r for r in self.db.query(sql, [project, project])}
+
+    def latest_for_source(self, project: str, source: str) -> dict | None:
+        with self._lock:
+            rows = list(self.db.query(
+                "select * from runs where project = ? and source = ? order by rowid desc limit 1", [project, source]
+            ))
+        return rows[0] if rows else None
+
+    def due_retries(self, now: float, max_attempts: int) -> list[dict]:
+        """Latest runs that failed transiently and whose backoff has passed."""
+        sql = (
+            "select * from runs where rowid in (select max(rowid) from runs group by project, source) "
+            "and outcome = 'failed' and retryable = 1 and coalesce(next_attempt_at, 0) <= ? "
+            "and coalesce(attempts, 0) < ?"
+        )
+        with self._lock:
+            return list(self.db.query(sql, [now, max_attempts]))
 
     def running_runs(self) -> list[dict]:
         with self._lock:

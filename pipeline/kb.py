@@ -107,40 +107,58 @@ class KnowledgeBase:
         return path, created
 
     # -- what needs a run ----------------------------------------------------
+    def decide(self, project: Path, last: dict | None, size: int, mtime_ns: int, now: float) -> tuple[int | None, str]:
+        """(attempt number, or None to wait; why) for a file given its latest run.
+
+        A file that changed (size or mtime) always gets a fresh first attempt.
+        Unchanged: a permanent failure waits for a change or ``retry``; a
+        transient one waits for its backoff and ``retry.max_attempts``; a
+        conflict waits while any file it conflicts with still exists.
+        """
+        if last is None or last["size"] != size or last["mtime_ns"] != mtime_ns:
+            return 1, ""
+        outcome = last["outcome"]
+        if outcome == "failed":
+            if not last["retryable"]:
+                return None, f"failed earlier ({last['error']}); unchanged"
+            attempts = last["attempts"] or 1
+            if attempts >= self.settings["retry"]["max_attempts"]:
+                return None, f"gave up after {attempts} attempts"
+            if last["next_attempt_at"] and last["next_attempt_at"] > now:
+                return None, f"retry due in {last['next_attempt_at'] - now:.0f} s"
+            return attempts + 1, ""
+        if outcome == "conflict":
+            blocked = json.loads(last["blocked_by"] or "[]")
+            if not blocked or any(os.path.lexists(project / b) for b in blocked):
+                return None, "conflict unresolved"
+        return 1, ""
+
     def pending(self, project: Path, now: float | None = None, in_flight=None) -> tuple[list[Pending], list[str]]:
         """Files of ``project`` that need a run now, and why others wait."""
         now = time.time() if now is None else now
-        patterns = self.settings["ignore"]["patterns"]
         latest = self.journal.latest_for_sources(project.name)
-        max_attempts = self.settings["retry"]["max_attempts"]
         todo: list[Pending] = []
         waiting: list[str] = []
-        for entry in walk_sources(project, patterns):
+        for entry in walk_sources(project, self.settings["ignore"]["patterns"]):
             if in_flight is not None and in_flight(project, entry.rel):
                 continue
             last = latest.get(f"sources/{display_path(entry.rel)}")
-            attempt = 1
-            if last is not None and last["size"] == entry.size and last["mtime_ns"] == entry.mtime_ns:
-                outcome = last["outcome"]
-                if outcome == "failed":
-                    if not last["retryable"]:
-                        waiting.append(f"{entry.rel}: failed earlier ({last['error']}); unchanged")
-                        continue
-                    attempts = last["attempts"] or 1
-                    if attempts >= max_attempts:
-                        waiting.append(f"{entry.rel}: gave up after {attempts} attempts")
-                        continue
-                    if last["next_attempt_at"] and last["next_attempt_at"] > now:
-                        waiting.append(f"{entry.rel}: retry due in {last['next_attempt_at'] - now:.0f} s")
-                        continue
-                    attempt = attempts + 1
-                elif outcome == "conflict":
-                    blocked = json.loads(last["blocked_by"] or "[]")
-                    if not blocked or any(os.path.lexists(project / b) for b in blocked):
-                        waiting.append(f"{entry.rel}: conflict unresolved")
-                        continue
+            attempt, why = self.decide(project, last, entry.size, entry.mtime_ns, now)
+            if attempt is None:
+                waiting.append(f"{entry.rel}: {why}")
+                continue
             todo.append(Pending(project, entry, attempt))
         return todo, waiting
+
+    def attempt_for(self, project: Path, rel: str) -> int | None:
+        """The attempt number for one file in sources/ now, or None to leave it."""
+        path = project / "sources" / rel
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        last = self.journal.latest_for_source(project.name, f"sources/{display_path(rel)}")
+        return self.decide(project, last, st.st_size, st.st_mtime_ns, time.time())[0]
 
     # -- crash recovery ------------------------------------------------------
     def recover(self) -> int:

@@ -327,6 +327,9 @@ class Runner:
                         logger.exception("cleanup of stage {} failed", stage.name)
             if held:
                 session.lock.release()
+        if reason_word == "shutdown":  # abandoned cleanly: nothing was written, the file stays
+            self.journal.delete_run(run_id)
+            return
         if outcome == "failed" and retryable and job.attempt >= self.settings["retry"]["max_attempts"]:
             message = f"{message} (gave up after {job.attempt} attempts; `kbwatch retry` tries again)"
             error = message

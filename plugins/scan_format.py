@@ -1,0 +1,103 @@
+"""Format scanner, kind ``format``: structures that break a model's context.
+
+Owns the rules:
+
+- ``format.long-line``        a single line longer than ``max_line_chars`` (default 10 000)
+- ``format.long-paragraph``   a paragraph (blank-line separated) longer than
+  ``max_paragraph_chars`` (default 50 000)
+- ``format.encoded-blob``     a base64/hex run longer than ``max_blob_chars`` (default 4 096),
+  e.g. an inlined image or binary
+- ``format.repeated-line``    one line (≥ 20 characters) repeated at least
+  ``max_repeated_lines`` times (default 50): flooding
+- ``format.char-run``         one character repeated ``max_char_run`` times in a row (default 1 000)
+- ``format.replacement-chars`` U+FFFD making up more than 1% of the text (at least 10): a decoding failure
+- ``format.oversized``        the whole document longer than ``max_document_chars`` (default 5 000 000)
+
+All severities are ``medium`` except replacement characters (``low``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from pipeline import hookimpl
+from pipeline.model import Finding
+from plugins._scanutil import LineIndex, make_finding, scan_options
+
+KIND = "format"
+FORMAT_DEFAULTS = {
+    "max_line_chars": 10_000,
+    "max_paragraph_chars": 50_000,
+    "max_blob_chars": 4_096,
+    "max_repeated_lines": 50,
+    "max_char_run": 1_000,
+    "max_document_chars": 5_000_000,
+}
+
+
+def _opt(opts: dict, key: str) -> int:
+    try:
+        return int(opts.get(key, FORMAT_DEFAULTS[key]))
+    except (TypeError, ValueError):
+        return FORMAT_DEFAULTS[key]
+
+
+def scan_text(text: str, settings=None) -> list[Finding]:
+    opts = scan_options(settings or {})
+    index = LineIndex(text)
+    out: list[Finding] = []
+
+    def add(rule, sev, s, e, msg):
+        f = make_finding(text, index, opts, kind=KIND, rule=rule, severity=sev, start=s, end=e, message=msg,
+                         excerpt_text=_short(text, s, e))
+        if f is not None:
+            out.append(f)
+
+    max_line = _opt(opts, "max_line_chars")
+    max_par = _opt(opts, "max_paragraph_chars")
+    max_blob = _opt(opts, "max_blob_chars")
+    max_rep = _opt(opts, "max_repeated_lines")
+    max_run = _opt(opts, "max_char_run")
+    max_doc = _opt(opts, "max_document_chars")
+
+    if len(text) > max_doc:
+        add("format.oversized", "medium", 0, 1, f"document has {len(text)} characters (limit {max_doc})")
+    if len(text) > max_line:
+        for m in re.finditer(r"[^\n]{%d,}" % (max_line + 1), text):
+            add("format.long-line", "medium", m.start(), m.end(), f"line of {m.end() - m.start()} characters (limit {max_line})")
+    if len(text) > max_par:
+        pos = 0
+        for m in re.finditer(r"\n[ \t]*\n|\Z", text):
+            if m.start() - pos > max_par:
+                add("format.long-paragraph", "medium", pos, m.start(),
+                    f"paragraph of {m.start() - pos} characters (limit {max_par})")
+            pos = m.end()
+    if len(text) > max_blob:
+        for m in re.finditer(r"[A-Za-z0-9+/=_\-]{%d,}" % (max_blob + 1), text):
+            add("format.encoded-blob", "medium", m.start(), m.end(), f"encoded blob of {m.end() - m.start()} characters")
+    if len(text) > max_run:
+        for m in re.finditer(r"(.)\1{%d,}" % max_run, text, re.S):
+            add("format.char-run", "medium", m.start(), m.end(), f"{m.end() - m.start()} repeated characters")
+    lines = text.split("\n")
+    if len(lines) >= max_rep:
+        counts = Counter(ln for ln in lines if len(ln.strip()) >= 20)
+        for ln, c in counts.items():
+            if c >= max_rep:
+                s = text.find(ln)
+                add("format.repeated-line", "medium", s, s + len(ln), f"line repeated {c} times")
+    bad = text.count("\ufffd")
+    if bad >= 10 and bad > len(text) * 0.01:
+        s = text.find("\ufffd")
+        add("format.replacement-chars", "low", s, s + 1, f"{bad} U+FFFD replacement characters (decoding failure?)")
+    return out
+
+
+def _short(text: str, s: int, e: int) -> str:
+    body = text[s:min(e, s + 40)].replace("\n", "⏎")
+    return body + ("…" if e - s > 40 else "") + f" ({e - s} chars)"
+
+
+@hookimpl
+def kb_scan(document, settings):
+    return scan_text(document.markdown or "", settings)

@@ -1,0 +1,258 @@
+"""Secrets scanner, kind ``secret`` (every finding has ``redact=True``).
+
+Owns the rules ``secret.*``: provider keys (``aws-access-key``,
+``aws-bedrock-key``, ``gcp-api-key``, ``azure-storage-key``,
+``azure-client-secret``, ``github-token``, ``gitlab-token``, ``slack-token``,
+``slack-webhook``, ``stripe-key``, ``openai-key``, ``anthropic-key``,
+``alibaba-access-key``, ``tencent-secret-id``, ``huggingface-token``,
+``npm-token``, ``pypi-token``, ``sendgrid-key``, ``mailchimp-key``,
+``telegram-bot-token``, ``discord-bot-token``, ``square-token``,
+``facebook-token``, ``sourcegraph-token``, ``notion-token``,
+``onepassword-token``, ``vault-token``, ``artifactory-key``, ``twilio-key``),
+``private-key`` (PEM/PGP/PuTTY blocks with a body), ``jwt`` (header must
+decode to JSON), ``url-credentials`` (``scheme://user:pass@host``),
+``connection-string`` (``Password=`` in ADO/JDBC strings),
+``curl-credentials`` (``curl -u user:pass``), ``password-assignment``
+(password/secret/token/api-key lines, also Chinese keys 密码 口令 密钥 秘钥 令牌
+私钥 and ``：``), ``high-entropy`` (random-looking tokens, with filters for
+UUIDs, lock-file/checksum hashes, URLs and placeholders such as ``xxxx`` or
+``<your-key>``).
+
+Provider formats follow gitleaks (MIT) and detect-secrets (Apache-2.0) rule
+definitions; no code is copied from AGPL sources.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+from pipeline import hookimpl
+from pipeline.model import Finding
+from plugins._scanutil import LineIndex, make_finding, scan_options, shannon
+
+KIND = "secret"
+_B = r"(?<![A-Za-z0-9_])"
+_E = r"(?![A-Za-z0-9_])"
+
+# (rule, severity, pattern, secret group)
+PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
+    ("secret.aws-access-key", "high", re.compile(_B + r"((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})" + _E), 1),
+    ("secret.aws-bedrock-key", "high", re.compile(_B + r"(ABSK[A-Za-z0-9+/]{109,269}={0,2})"), 1),
+    ("secret.gcp-api-key", "high", re.compile(_B + r"(AIza[0-9A-Za-z_\-]{35})" + _E), 1),
+    ("secret.azure-storage-key", "high", re.compile(r"AccountKey=([A-Za-z0-9+/]{86}==)"), 1),
+    ("secret.azure-client-secret", "high", re.compile(r"(?<![\w~.-])([A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34})(?![\w~.-])"), 1),
+    ("secret.github-token", "high", re.compile(_B + r"((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{82})" + _E), 1),
+    ("secret.gitlab-token", "high", re.compile(_B + r"(gl(?:pat|ptt|rt|dt|cbt|oas|agent|soat|ft|imt|ffct|rtr)-[A-Za-z0-9_\-.]{20,}"
+                                                 r"|GR1348941[A-Za-z0-9_\-]{20,})"), 1),
+    ("secret.slack-token", "high", re.compile(_B + r"(xox[abposrce]-(?:\d+-)?[0-9A-Za-z-]{10,}|xoxe\.xox[bp]-\d-[A-Za-z0-9]{100,})"), 1),
+    ("secret.slack-webhook", "high", re.compile(r"(hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,})"), 1),
+    ("secret.stripe-key", "high", re.compile(_B + r"((?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{10,99})" + _E), 1),
+    ("secret.openai-key", "high", re.compile(_B + r"(sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{16,}T3BlbkFJ[A-Za-z0-9_\-]{16,}"
+                                             r"|sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{58,}|sk-[A-Za-z0-9]{48})" + _E), 1),
+    ("secret.anthropic-key", "high", re.compile(_B + r"(sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_\-]{80,100}AA)" + _E), 1),
+    ("secret.alibaba-access-key", "high", re.compile(_B + r"(LTAI[A-Za-z0-9]{12,20})" + _E), 1),
+    ("secret.tencent-secret-id", "high", re.compile(_B + r"(AKID[A-Za-z0-9]{13,40})" + _E), 1),
+    ("secret.huggingface-token", "high", re.compile(_B + r"((?:hf_|api_org_)[A-Za-z]{34})" + _E), 1),
+    ("secret.npm-token", "high", re.compile(_B + r"(npm_[A-Za-z0-9]{36})" + _E), 1),
+    ("secret.pypi-token", "high", re.compile(_B + r"(pypi-AgE[A-Za-z0-9_\-]{50,})"), 1),
+    ("secret.sendgrid-key", "high", re.compile(_B + r"(SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43})" + _E), 1),
+    ("secret.mailchimp-key", "high", re.compile(_B + r"([0-9a-f]{32}-us\d{1,2})" + _E), 1),
+    ("secret.telegram-bot-token", "high", re.compile(r"(?<![\w:])(\d{8,10}:AA[A-Za-z0-9_\-]{32,33})" + _E), 1),
+    ("secret.discord-bot-token", "high", re.compile(_B + r"([MNOA][A-Za-z\d_\-]{23,25}\.[A-Za-z\d_\-]{6}\.[A-Za-z\d_\-]{27,38})(?![\w-])"), 1),
+    ("secret.square-token", "high", re.compile(_B + r"(sq0(?:csp|atp)-[0-9A-Za-z\\\-_]{22,43})"), 1),
+    ("secret.facebook-token", "high", re.compile(_B + r"(EAA[MC][A-Za-z0-9]{80,}|\d{15,16}(?:\||%7C)[0-9A-Za-z\-_]{27})" + _E), 1),
+    ("secret.sourcegraph-token", "high", re.compile(_B + r"(sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}|sgp_[a-fA-F0-9]{40})" + _E), 1),
+    ("secret.notion-token", "high", re.compile(_B + r"(ntn_\d{11}[A-Za-z0-9]{35})" + _E), 1),
+    ("secret.onepassword-token", "high", re.compile(_B + r"(ops_eyJ[A-Za-z0-9+/=]{100,})"), 1),
+    ("secret.vault-token", "high", re.compile(_B + r"(hvs\.[A-Za-z0-9_\-]{90,}|hvb\.[A-Za-z0-9_\-]{90,})"), 1),
+    ("secret.artifactory-key", "high", re.compile(_B + r"(AKCp[A-Za-z0-9]{69}|cmVmd[A-Za-z0-9]{59})" + _E), 1),
+    ("secret.twilio-key", "high", re.compile(_B + r"((?:AC|SK)[0-9a-f]{32})" + _E), 1),
+    ("secret.intra42-secret", "high", re.compile(_B + r"(s-s4t2(?:ud|af)-[a-f0-9]{64})" + _E), 1),
+]
+
+PRIVATE_KEY = re.compile(
+    r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----(.*?)(?:-----END[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----|\Z)"
+    r"|PuTTY-User-Key-File-\d+:[^\n]*\n(?:[^\n]*\n){0,3}Private-Lines:\s*\d+\s*\n([\s\S]{20,400}?)(?:\n\S|\Z)", re.S)
+JWT = re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})")
+URL_CRED = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://([^\s:/@'\"<>]{1,64}):([^\s/@'\"<>]{2,128})@[\w.\-]+")
+CONN_STR = re.compile(r"(?i)(?:^|[;\s\"'?&])(?:password|pwd)\s*=\s*([^;'\"\s&]{3,})")
+CURL = re.compile(r"\bcurl\b[^\n]*?(?:\s-u|\s--user)\s+(['\"]?)([^\s'\":]+)\1:(['\"]?)([^\s'\"]{2,})\3")
+
+_KEYWORDS = (r"(?:passw(?:or)?d|passwd|pwd|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
+             r"private[_\-.]?key|priv[_\-.]?key|client[_\-.]?secret|credentials?|db[_\-.]?pass|account[_\-.]?key|"
+             r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|contrase[ñn]a|authorization)")
+_ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥|安全密钥|密碼|金鑰|密鑰|權杖)"
+ASSIGN = re.compile(
+    r"(?P<key>[\w.\-\[\]]*" + _KEYWORDS + r"[\w.\-]*|[\w]*" + _ZH_KEYS + r"[\w]*)(?P<kq>[\"'`]?)(?:\[\])?\s*"
+    r"(?P<op>:=|=>|===|!==|==|!=|=|:|：|\s(?=[@]?[\"'`]))\s*@?"
+    r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)|(?P<uv>[^\s,;\"'`\n()]{1,200}(?:[ ][^\s,;\"'`\n]+){0,6}))",
+    re.I)
+KEYWORD_FIND = re.compile(_KEYWORDS + "|" + _ZH_KEYS, re.I)
+REVERSE_ASSIGN = re.compile(r"([\"'`])(?P<qv>[^\"'`\n]{4,200})\1\s*(?:===|!==|==|!=)\s*[\w.]*" + _KEYWORDS, re.I)
+ZH_ASSIGN = re.compile(_ZH_KEYS + r"(?:\s*(?:[:：=]|是|为|為)\s*)(?P<uv>[!-~]{4,128})")
+
+ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-/+.=])([A-Za-z0-9_\-+/]{20,100}={0,2})(?![A-Za-z0-9_\-/+=])")
+HEX_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-/.])([0-9a-fA-F]{32,64})(?![A-Za-z0-9_\-/])")
+URL = re.compile(r"\b(?:https?|ftp|file|s3|gs)://[^\s)\]>\"']+|\bdata:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
+UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+HASH_CONTEXT = re.compile(r"(?i)(?:md5|sha\d*|checksum|chksum|hash|digest|integrity|commit|etag|rev(?:ision)?|"
+                          r"version|resolved|nonce|salt|fingerprint|uuid|guid|_id\b|\bid\b|csrf|xsrf)[\w\-]*\W{0,4}$")
+PLACEHOLDER = re.compile(
+    r"(?i)^(?:<[^>]*>|\{\{.*\}\}|\$\{.*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\(?\w*\)?s|%[A-Z_]+%|\[[A-Z _-]+\]|"
+    r"\*+|x{4,}|(.)\1{5,}|null|none|nil|true|false|undefined|changeme|change_me|password|passwd|secret|"
+    r"empty|required|optional|string|str|int|bool|value|\.\.\.|…|todo|tbd|n/a)$")
+PLACEHOLDER_SUB = re.compile(r"(?i)x{5,}|\*{4,}|your[_\- ]?|<[a-z_\- ]+>|example|sample|dummy|fake|placeholder|insert[_\- ]|"
+                             r"replace[_\- ]?me|redacted|changeme|\.\.\.\.|0{8,}|1234567|abcdef(?:gh)?|here\b")
+CODE_REF = re.compile(r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*(?:\(\))?$|^[A-Za-z_]\w*\(.*\)?$|^[A-Z_][A-Z0-9_]{2,}$|"
+                      r"^(?:os\.environ|process\.env|getenv|env)\b")
+
+
+def _placeholder(v: str) -> bool:
+    v = v.strip()
+    return bool(PLACEHOLDER.match(v) or PLACEHOLDER_SUB.search(v))
+
+
+def _sequential(v: str) -> bool:
+    low = v.lower()
+    return len(set(low)) <= 2 or low in "abcdefghijklmnopqrstuvwxyz0123456789" or low in "0123456789" * 3
+
+
+def _jwt_ok(tok: str) -> bool:
+    head = tok.split(".")[0]
+    try:
+        data = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and ("alg" in data or "typ" in data)
+
+
+def _value_ok(v: str, *, quoted: bool) -> bool:
+    v = v.strip()
+    if len(v) < 4 or not re.search(r"[A-Za-z0-9]", v):
+        return False
+    if _placeholder(v) or _sequential(v) or UUID.match(v):
+        return False
+    if not quoted and CODE_REF.match(v):
+        return False
+    if v.isdigit() and len(v) < 8:
+        return False
+    return True
+
+
+def scan_text(text: str, settings=None) -> list[Finding]:
+    opts = scan_options(settings or {})
+    index = LineIndex(text)
+    out: list[Finding] = []
+    taken: list[tuple[int, int]] = []
+
+    def overlaps(s: int, e: int) -> bool:
+        return any(s < te and ts < e for ts, te in taken)
+
+    def add(rule: str, sev: str, s: int, e: int, msg: str) -> None:
+        if e <= s or overlaps(s, e):
+            return
+        f = make_finding(text, index, opts, kind=KIND, rule=rule, severity=sev, start=s, end=e, message=msg,
+                         secret=True, redact=True)
+        taken.append((s, e))
+        if f is not None:
+            out.append(f)
+
+    for m in PRIVATE_KEY.finditer(text):
+        body = m.group(1) if m.group(1) is not None else (m.group(2) or "")
+        if len(re.sub(r"\s|-----.*?-----|^[\w-]+:.*$", "", body, flags=re.M)) >= 16:
+            add("secret.private-key", "high", m.start(), m.end(), "private key block")
+    for rule, sev, pat, g in PROVIDERS:
+        for m in pat.finditer(text):
+            tok = m.group(g)
+            if _placeholder(tok[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3:
+                continue
+            add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
+    for m in JWT.finditer(text):
+        if _jwt_ok(m.group(1)):
+            add("secret.jwt", "high", m.start(1), m.end(1), "JSON Web Token")
+    for m in URL_CRED.finditer(text):
+        pw = m.group(2)
+        if not _placeholder(pw) or pw.lower() in ("password", "passwd"):
+            if not (pw.startswith("$") or pw.startswith("%") or pw.startswith("{{") or pw.startswith("<")):
+                add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials in URL")
+    for m in CONN_STR.finditer(text):
+        if _value_ok(m.group(1), quoted=False):
+            add("secret.connection-string", "high", m.start(1), m.end(1), "password in connection string")
+    for m in CURL.finditer(text):
+        pw = m.group(4)
+        if len(pw) >= 6 and not pw.startswith("$") and _value_ok(pw, quoted=True):
+            add("secret.curl-credentials", "high", m.start(4), m.end(4), "credentials on a curl command line")
+    lines: list[tuple[int, int]] = []
+    for km in KEYWORD_FIND.finditer(text):
+        ls = text.rfind("\n", 0, km.start()) + 1
+        if lines and lines[-1][0] == ls:
+            continue
+        le = text.find("\n", km.end())
+        lines.append((ls, len(text) if le < 0 else le))
+    for m in (m for ls, le in lines for m in ASSIGN.finditer(text, ls, le)):
+        key = m.group("key")
+        if re.search(r"(?i)(?:_id|id|name|size|length|len|file|path|type|url|uri|endpoint|format|field|hint|policy|"
+                     r"prompt|label|expir\w*|count|index|time|timeout|ttl)$", key) or re.search(r"(?i)csrf|xsrf", key):
+            continue
+        quoted = m.group("qv") is not None
+        val = m.group("qv") if quoted else m.group("uv")
+        start = m.start("qv") if quoted else m.start("uv")
+        if not quoted:
+            if m.group("op").isspace():
+                continue
+            first = val.split(" ")[0]
+            if len(val.split(" ")) > 1 and not re.search(r"[_\-.]", key) and not key.islower():
+                val = first  # prose after a bare key: keep only the first token
+            if not re.search(r"[A-Za-z0-9]", val[:1]) and not re.search(r"[A-Za-z]", val):
+                continue
+        if _value_ok(val, quoted=quoted):
+            sev = "high" if (quoted or len(val) >= 8) else "medium"
+            add("secret.password-assignment", sev, start, start + len(val), f"value assigned to {key[:30]}")
+    for m in REVERSE_ASSIGN.finditer(text):
+        if _value_ok(m.group("qv"), quoted=True):
+            add("secret.password-assignment", "high", m.start("qv"), m.end("qv"), "compared with a secret variable")
+    for m in ZH_ASSIGN.finditer(text):
+        val = m.group("uv").rstrip("。，,.;；")
+        if _value_ok(val, quoted=False) and not CODE_REF.match(val):
+            add("secret.password-assignment", "high", m.start("uv"), m.start("uv") + len(val), "密码/密钥赋值")
+
+    url_spans = [(m.start(), m.end()) for m in URL.finditer(text)]
+
+    def in_url(s: int, e: int) -> bool:
+        return any(us <= s and e <= ue for us, ue in url_spans)
+
+    for m in ENTROPY_TOKEN.finditer(text):
+        tok = m.group(1)
+        s, e = m.start(1), m.end(1)
+        core = tok.rstrip("=")
+        if (overlaps(s, e) or in_url(s, e) or UUID.match(tok) or _placeholder(tok)
+                or re.fullmatch(r"[0-9a-fA-F]+", core) or "/" in core or "+" in core and "=" not in tok and len(core) > 64):
+            continue
+        classes = sum(bool(re.search(p, core)) for p in (r"[a-z]", r"[A-Z]", r"\d"))
+        if classes < 3 or shannon(core) < 4.3 or re.search(r"[a-z]{12,}|[A-Z]{12,}", core):
+            continue
+        if HASH_CONTEXT.search(text[max(0, s - 30):s]):
+            continue
+        add("secret.high-entropy", "medium", s, e, "high-entropy token")
+    for m in HEX_TOKEN.finditer(text):
+        tok = m.group(1)
+        s, e = m.start(1), m.end(1)
+        if overlaps(s, e) or in_url(s, e) or shannon(tok) < 3.0 or _sequential(tok) or not re.search(r"[a-fA-F]", tok):
+            continue
+        if HASH_CONTEXT.search(text[max(0, s - 30):s]) or re.search(r"[~.\-]$", text[max(0, s - 1):s]):
+            continue
+        line_start = text.rfind("\n", 0, s) + 1
+        line_end = text.find("\n", e)
+        line = text[line_start:line_end if line_end >= 0 else len(text)]
+        if re.search(r"(?i)\b(?:lock|integrity|resolved|sha\d+|md5|checksum|commit|hash)\b", line):
+            continue
+        add("secret.high-entropy", "medium", s, e, "high-entropy hex token")
+    out.sort(key=lambda f: f.offset)
+    return out
+
+
+@hookimpl
+def kb_scan(document, settings):
+    return scan_text(document.markdown or "", settings)

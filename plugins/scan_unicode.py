@@ -1,0 +1,188 @@
+"""Hidden-Unicode scanner, kind ``hidden-unicode``.
+
+Owns the rules:
+
+- ``hidden-unicode.tag-chars``        runs of U+E0000–E007F (ASCII smuggling), decoded
+  into the excerpt; subdivision-flag emoji (🏴 + tags + U+E007F) are legitimate. High.
+- ``hidden-unicode.bidi-control``     U+202A–202E and U+2066–2069 (Trojan Source): high;
+  U+200E/200F/061C: medium, not reported next to Arabic/Hebrew/RTL text.
+- ``hidden-unicode.zero-width``       U+200B/200C/200D/2060/FEFF (not at offset 0)/180E,
+  invisible operators U+2061–2064 (Sneaky Bits), CGJ U+034F, Mongolian FVS…
+  ZWJ/ZWNJ are legitimate inside emoji sequences and in Indic, Arabic,
+  Persian and other joining scripts. Runs of ≥ 8 carriers are decoded.
+- ``hidden-unicode.variation-selector`` runs of ≥ 2 variation selectors, or a single
+  VS17–256 (U+E0100–E01EF) that does not follow a Han ideograph (ideographic
+  variation sequences are legitimate); single VS1–16 after a character is legitimate.
+- ``hidden-unicode.invisible-filler`` Hangul fillers U+115F/1160/3164/FFA0, Braille blank U+2800,
+  Khmer U+17B4/17B5 (characters that render as nothing).
+- ``hidden-unicode.control-char``     C0/C1 control characters other than TAB, LF, CR, FF;
+  ANSI escape sequences are reported as one finding.
+- ``hidden-unicode.private-use``      private-use characters (low).
+- ``hidden-unicode.confusable-word``  one word mixing Latin with Cyrillic or Greek letters
+  (UTS #39 mixed-script), e.g. ``pаypal``. Medium.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from pipeline import hookimpl
+from pipeline.model import Finding
+from plugins._scanutil import LineIndex, decode_invisible_runs, make_finding, scan_options, visible
+
+KIND = "hidden-unicode"
+
+SUSPECT = re.compile(
+    "[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u206a-\u206f\u2066-\u2069\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ue000-\uf8ff"
+    "\U000e0000-\U000e0fff\U000f0000-\U0010ffff]+")
+ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|[\x80-\x9f]")
+_RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
+_JOINING = re.compile(r"[\u0600-\u08ff\u0900-\u0dff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u1800-\u18af\ua980-\ua9df"
+                      r"\ufb50-\ufdff\ufe70-\ufeff]")
+_MIXED_CAND = re.compile(r"[\u0370-\u03ff\u0400-\u052f\u1d00-\u1dbf]")
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _is_emoji(ch: str) -> bool:
+    cp = ord(ch)
+    return (0x1F000 <= cp <= 0x1FAFF or 0x2600 <= cp <= 0x27BF or 0x2300 <= cp <= 0x23FF or 0x2B00 <= cp <= 0x2BFF
+            or cp in (0xFE0F, 0x20E3, 0x00A9, 0x00AE, 0x203C, 0x2049, 0x2122, 0x2139, 0x3030, 0x303D, 0x3297, 0x3299)
+            or 0x2190 <= cp <= 0x21FF or 0x1F3FB <= cp <= 0x1F3FF or 0xE0020 <= cp <= 0xE007F)
+
+
+def _is_han(ch: str) -> bool:
+    cp = ord(ch)
+    return 0x3400 <= cp <= 0x9FFF or 0xF900 <= cp <= 0xFAFF or 0x20000 <= cp <= 0x3FFFF
+
+
+def _script(ch: str) -> str:
+    try:
+        name = unicodedata.name(ch)
+    except ValueError:
+        return ""
+    return name.split(" ", 1)[0]
+
+
+def scan_text(text: str, settings=None) -> list[Finding]:
+    opts = scan_options(settings or {})
+    index = LineIndex(text)
+    out: list[Finding] = []
+
+    def add(rule, sev, s, e, msg, ex=None):
+        f = make_finding(text, index, opts, kind=KIND, rule=rule, severity=sev, start=s, end=e, message=msg,
+                         excerpt_text=ex)
+        if f is not None:
+            out.append(f)
+
+    decoded = {s: (e, ch, dec) for s, e, ch, dec in decode_invisible_runs(text)}
+    ansi_spans = [(m.start(), m.end()) for m in ANSI.finditer(text)] if re.search("[\x1b\x80-\x9f]", text) else []
+    for s, e in ansi_spans:
+        add("hidden-unicode.control-char", "high", s, e, "ANSI escape / C1 control sequence",
+            visible(text[max(0, s - 15):e + 15]))
+
+    for m in SUSPECT.finditer(text):
+        run_start, run = m.start(), m.group()
+        i = 0
+        while i < len(run):
+            s = run_start + i
+            ch = run[i]
+            cp = ord(ch)
+            # group consecutive characters of the same class
+            cls = _class(cp)
+            j = i + 1
+            while j < len(run) and _class(ord(run[j])) == cls:
+                j += 1
+            e = run_start + j
+            seg = run[i:j]
+            i = j
+            prev = text[s - 1] if s > 0 else ""
+            nxt = text[e] if e < len(text) else ""
+            if cls == "control":
+                if any(a <= s < b for a, b in ansi_spans):
+                    continue
+                add("hidden-unicode.control-char", "high", s, e, "control character(s) " + _cps(seg))
+            elif cls == "tag":
+                if prev == "\U0001F3F4" and seg.endswith("\U000E007F") and len(seg) <= 8:
+                    continue  # subdivision flag
+                info = decoded.get(s)
+                ex = f"tags: {info[2][:60]!r}" if info else None
+                add("hidden-unicode.tag-chars", "high", s, e, f"{len(seg)} Unicode tag characters (ASCII smuggling)", ex)
+            elif cls == "bidi":
+                add("hidden-unicode.bidi-control", "high", s, e, "bidi control(s) " + _cps(seg))
+            elif cls == "mark":
+                ctx = text[max(0, s - 3):e + 3]
+                if _RTL.search(ctx):
+                    continue
+                add("hidden-unicode.bidi-control", "medium", s, e, "bidi mark(s) outside RTL text " + _cps(seg))
+            elif cls == "zw":
+                if len(seg) == 1 and cp in (0x200D, 0x200C):
+                    if (_is_emoji(prev) and _is_emoji(nxt)) or _JOINING.match(prev or " ") or _JOINING.match(nxt or " "):
+                        continue
+                if cp == 0xFEFF and s == 0 and len(seg) == 1:
+                    continue
+                if cp == 0xFEFF and len(seg) == 1 and prev == "\n":
+                    continue  # BOM at the start of a concatenated file
+                info = decoded.get(s)
+                ex = f"sneaky-bits: {info[2][:60]!r}" if info else None
+                add("hidden-unicode.zero-width", "high" if len(seg) > 1 or info else "medium", s, e,
+                    "zero-width/invisible character(s) " + _cps(seg), ex)
+            elif cls == "vs":
+                if len(seg) == 1:
+                    if cp < 0xE0100 and prev and not _is_vs(prev):
+                        continue  # standard/emoji variation sequence
+                    if cp >= 0xE0100 and _is_han(prev):
+                        continue  # ideographic variation sequence
+                info = decoded.get(s)
+                ex = f"variation-selectors: {info[2][:60]!r}" if info else None
+                add("hidden-unicode.variation-selector", "high" if len(seg) >= 4 else "medium", s, e,
+                    f"{len(seg)} variation selector(s) outside an emoji/ideographic sequence", ex)
+            elif cls == "filler":
+                add("hidden-unicode.invisible-filler", "medium", s, e, "invisible filler character(s) " + _cps(seg))
+            elif cls == "pua":
+                add("hidden-unicode.private-use", "low", s, e, "private-use character(s) " + _cps(seg))
+
+    if _MIXED_CAND.search(text):
+        for m in _WORD.finditer(text):
+            w = m.group()
+            if len(w) < 2 or not _MIXED_CAND.search(w):
+                continue
+            scripts = {_script(c) for c in w}
+            if "LATIN" in scripts and scripts & {"CYRILLIC", "GREEK"}:
+                add("hidden-unicode.confusable-word", "medium", m.start(), m.end(), "word mixes Latin with Cyrillic/Greek letters")
+    out.sort(key=lambda f: f.offset)
+    return out
+
+
+def _is_vs(ch: str) -> bool:
+    cp = ord(ch)
+    return 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF
+
+
+def _class(cp: int) -> str:
+    if cp < 0x20 or 0x7F <= cp <= 0x9F:
+        return "control"
+    if 0xE0000 <= cp <= 0xE007F:
+        return "tag"
+    if 0x202A <= cp <= 0x202E or 0x2066 <= cp <= 0x2069:
+        return "bidi"
+    if cp in (0x200E, 0x200F, 0x061C):
+        return "mark"
+    if 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF:
+        return "vs"
+    if cp in (0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x17B4, 0x17B5):
+        return "filler"
+    if 0xE000 <= cp <= 0xF8FF or cp >= 0xF0000:
+        return "pua"
+    return "zw"
+
+
+def _cps(seg: str) -> str:
+    shown = " ".join(f"U+{ord(c):04X}" for c in seg[:4])
+    return shown + (f" … ({len(seg)})" if len(seg) > 4 else "")
+
+
+@hookimpl
+def kb_scan(document, settings):
+    return scan_text(document.markdown or "", settings)

@@ -332,12 +332,17 @@ def _register_plugin_commands() -> None:
 _registered = False
 
 
-def main(argv: list[str] | None = None) -> None:
+def get_cli() -> click.Group:
+    """The CLI group with plugin commands registered (once per process)."""
     global _registered
     if not _registered:
-        _register_plugin_commands()
         _registered = True
-    cli.main(args=argv, prog_name="kbwatch")
+        _register_plugin_commands()
+    return cli
+
+
+def main(argv: list[str] | None = None) -> None:
+    get_cli().main(args=argv, prog_name="kbwatch")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -58,7 +58,9 @@ def cli(root: Path):
     """In-process CLI call: returns (exit_code, stdout, stderr)."""
     from click.testing import CliRunner
 
-    from pipeline.cli import cli as group
+    from pipeline.cli import get_cli
+
+    group = get_cli()
 
     def run(*args: str, **kw):
         runner = CliRunner()

@@ -25,6 +25,15 @@ def render_parsed(source_name: str, archived: str, parsed_at: str, title: str, b
     return head + body + "\n"
 
 
+def body_line_offset(title: str, body: str) -> int:
+    """How many lines of the rendered parsed file precede the first body line."""
+    rendered = render_parsed("x", "x", "x", title, body)
+    stripped = body.strip("\n")
+    if not stripped:
+        return rendered.count("\n")
+    return rendered[: rendered.index(stripped)].count("\n")
+
+
 def read_header(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in text.splitlines()[:5]:

@@ -1,0 +1,171 @@
+"""Stage ``scan``: risk-scan the parsed text before anything is published.
+
+Every ``kb_scan`` scanner contributes findings. Findings never block a
+document: the run goes on to archive it, the run record carries the
+findings, and the project's KNOWLEDGE.md turns ``needs-review`` until
+``kbwatch review`` decides. With ``[stages.scan] redact`` (the default) the
+text published to parsed/ has secrets replaced by ``[REDACTED:<rule>]`` and
+tag/bidi characters removed; archive/ keeps the original. Only the TOML
+config (``allow_rules``, ``allow_fingerprints``) and review decisions can
+allowlist; nothing inside a document can.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+from pipeline import hookimpl
+from pipeline.formats.parsed import body_line_offset
+from pipeline.reviews import load_decisions
+from pipeline.stage import RunContext, Stage
+from plugins._sanitize import sanitize
+
+
+def run_scanners(plugins, document, settings) -> list:
+    """All findings of all scanners, minus what the config allowlists, in text order."""
+    opts = settings["stages"].get("scan", {})
+    allow_rules = opts.get("allow_rules", [])
+    allow_fp = set(opts.get("allow_fingerprints", []))
+    findings = []
+    for batch in plugins.hook.kb_scan(document=document, settings=settings):
+        for f in batch or []:
+            if any(fnmatch.fnmatchcase(f.rule, pat) for pat in allow_rules) or f.fingerprint in allow_fp:
+                continue
+            findings.append(f)
+    findings.sort(key=lambda f: (f.offset, f.rule))
+    return findings
+
+
+class ScanStage(Stage):
+    name = "scan"
+    concurrent = True
+
+    def able_to_run(self, ctx: RunContext) -> bool:
+        return ctx.parsed is not None
+
+    def run(self, ctx: RunContext) -> str | None:
+        doc = ctx.parsed
+        doc.markdown = doc.markdown.strip("\n")
+        findings = run_scanners(ctx.plugins, doc, ctx.settings)
+        if ctx.settings["stages"].get("scan", {}).get("redact", True) and findings:
+            doc.markdown = sanitize(doc.markdown, findings)
+        title = doc.title or ctx.name.rsplit("/", 1)[-1]
+        shift = body_line_offset(title, doc.markdown)
+        decisions = load_decisions(ctx.project.path)
+        for f in findings:
+            f.line += shift
+            f.decision = decisions.get(f.fingerprint, {}).get("decision", "pending")
+        ctx.findings = findings
+        pending = sum(1 for f in findings if f.decision == "pending")
+        return f"{len(findings)} finding(s), {pending} pending review" if findings else "clean"
+
+
+@hookimpl
+def kb_stages():
+    return [ScanStage()]
+
+
+# -- `kbwatch scan PATH...` ----------------------------------------------------
+
+SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
+
+
+def _iter_files(paths, patterns):
+    import os
+    from pathlib import Path
+
+    from pipeline.sources import is_ignored
+
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for dirpath, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not is_ignored(d, patterns))
+                for name in sorted(files):
+                    if not is_ignored(name, patterns):
+                        yield Path(dirpath) / name
+        else:
+            yield p
+
+
+def scan_paths(kb, paths, pool=None):
+    """Yield ``(path, findings, error)`` for every file under ``paths``."""
+    import os
+
+    from pipeline.errors import StageError
+    from pipeline.model import ParsedDocument
+    from pipeline.parsing import choose_parser, parse_file, parse_in_worker
+
+    settings = kb.settings
+    opts = settings["stages"]["parse"]
+    for path in _iter_files(paths, settings["ignore"]["patterns"]):
+        if os.path.islink(path) or not path.is_file():
+            yield path, [], "not a regular file (symbolic links are not followed)"
+            continue
+        ext = path.suffix
+        try:
+            if path.stat().st_size > opts["max_file_mb"] * 1048576:
+                raise StageError(f"over the {opts['max_file_mb']} MB limit", reason="too large")
+            info = choose_parser(kb.plugins, ext)
+            if info is None:
+                raise StageError(f"unsupported file type {ext or '(no extension)'}", reason="unsupported")
+            if pool is not None and not info.inprocess:
+                doc = pool.call(parse_in_worker, str(path), ext, settings, timeout=opts["timeout_seconds"] or None)
+            else:
+                doc = parse_file(kb.plugins, path, ext, settings)
+        except StageError as exc:
+            yield path, [], exc.message
+            continue
+        except OSError as exc:
+            yield path, [], f"cannot read: {exc.strerror}"
+            continue
+        yield path, run_scanners(kb.plugins, ParsedDocument(markdown=doc.markdown), settings), None
+
+
+@hookimpl
+def kb_register_commands(cli):
+    import json
+    import sys
+
+    import click
+
+    from pipeline.cli import EXIT_FAILED, EXIT_OK, open_kb, root_options
+
+    @cli.command("scan")
+    @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+    @click.option("--fail-on", type=click.Choice(["low", "medium", "high"]), default="medium", show_default=True,
+                  help="Exit 1 when any finding has at least this severity.")
+    @click.option("--json", "as_json", is_flag=True, help="One JSON object per file (DESIGN §12).")
+    @root_options
+    def scan_command(paths, fail_on, as_json, root, config_file):
+        """Risk-scan files or folders (any supported format) without ingesting them.
+
+        Example: kbwatch scan ./inbox --fail-on high --json
+        """
+        from pipeline.workers import WorkerPool
+
+        kb = open_kb(root, config_file, quiet=as_json, log_files=False)
+        pool = WorkerPool(1, memory_mb=kb.settings["stages"]["parse"]["memory_mb"])
+        worst, errors = -1, 0
+        try:
+            for path, findings, error in scan_paths(kb, paths, pool):
+                for f in findings:
+                    worst = max(worst, SEVERITY_RANK[f.severity])
+                errors += bool(error)
+                if as_json:
+                    obj = {"path": str(path), "findings": [f.public() for f in findings]}
+                    if error:
+                        obj["error"] = error
+                    click.echo(json.dumps(obj, ensure_ascii=False))
+                    continue
+                if error:
+                    click.echo(f"{path}: not scanned: {error}", err=True)
+                elif not findings:
+                    click.echo(f"{path}: clean")
+                for f in findings:
+                    click.echo(f"{path}:{f.line}:{f.column}: {f.severity} {f.kind}/{f.rule}: {f.excerpt}")
+        finally:
+            pool.close()
+            kb.close()
+        failed = worst >= SEVERITY_RANK[fail_on] or errors
+        sys.exit(EXIT_FAILED if failed else EXIT_OK)

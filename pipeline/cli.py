@@ -133,6 +133,30 @@ def ingest(names, workers, verbose, quiet, progress, as_json, root, config_file)
     sys.exit(EXIT_FAILED if totals.get("failed") or totals.get("conflict") else EXIT_OK)
 
 
+# -- demo --------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default="demo-kb")
+def demo(directory):
+    """Create DIRECTORY with a sample project, ingest it once, and show the result.
+
+    Example: kbwatch demo ./demo-kb && kbwatch watch --root ./demo-kb
+    """
+    from pipeline.demo import make_demo
+    from pipeline.ingest import run_ingest
+    from pipeline.logs import setup_logging
+
+    kb, project = make_demo(directory)
+    setup_logging(kb.settings, kb.state, quiet=True)
+    totals, _ = run_ingest(kb, [project.name], progress=sys.stderr.isatty())
+    kb.close()
+    click.echo((project / "project.md").read_text(encoding="utf-8"))
+    summary = ", ".join(f"{totals.get(k, 0)} {k}" for k in ("done", "duplicate", "conflict", "failed"))
+    click.echo(f"demo: {summary}; knowledge base at {kb.root}")
+    click.echo(f"next: kbwatch watch --root {kb.root}   (then drop files into {project / 'sources'})")
+
+
 # -- watch -------------------------------------------------------------------
 
 

@@ -30,6 +30,12 @@ def one_line_summary(markdown: str, limit: int = SUMMARY_CHARS) -> str:
         if len(text) < 2:
             continue
         return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    for line in strip_header(markdown).splitlines():  # a table-only document: its first data row
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else []
+        cells = [c for c in cells if c and not set(c) <= set("-: ")]
+        if cells:
+            text = ", ".join(cells)
+            return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
     return ""
 
 

@@ -10,10 +10,12 @@ project with 10,000 documents does not rewrite manifest.json per file.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from pipeline.fsutil import atomic_write, fsync_dir
 
@@ -43,11 +45,36 @@ def discover_projects(root: Path) -> list[Path]:
     return out
 
 
+@contextmanager
+def project_file_lock(project: Path, state: Path) -> Iterator[None]:
+    """Serialise writers of one project's files across processes (the service,
+    ``remove``, ``rebuild``, ``review``) with an flock in the state dir."""
+    locks = state / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    safe = project.name.encode("utf-8", "surrogateescape").hex()[:200]
+    fd = os.open(locks / f"{safe}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 class ProjectSession:
     """One project's state between commits. Use under ``self.lock``."""
 
-    def __init__(self, path: Path, settings: dict):
+    def __init__(self, path: Path, settings: dict, state: Path | None = None):
         self.path = path
+        self.state = state
         self.name = path.name
         self.settings = settings
         self.lock = threading.RLock()
@@ -66,6 +93,23 @@ class ProjectSession:
         if key not in self._cache:
             self._cache[key] = loader()
         return self._cache[key]
+
+    def cached_file(self, relpath: str, loader: Callable[[], Any]) -> Any:
+        """Like :meth:`cached` for the in-memory form of a project file.
+
+        Reloaded when another process changed the file on disk since this
+        session last read or wrote it (and nothing is waiting to be written).
+        """
+        key = f"file:{relpath}"
+        hit = self._cache.get(key)
+        if hit is not None and relpath not in self._writes:
+            if _stamp(self.path / relpath) != hit[0]:
+                hit = None
+        if hit is None:
+            stamp = _stamp(self.path / relpath)
+            hit = (stamp, loader())
+            self._cache[key] = hit
+        return hit[1]
 
     def forget(self, key: str | None = None) -> None:
         if key is None:
@@ -118,12 +162,21 @@ class ProjectSession:
         self._durable.clear()
         written = []
         writes, self._writes = self._writes, {}
-        for rel, render in writes.items():
-            atomic_write(self.path / rel, render())
-            written.append(rel)
+        with project_file_lock(self.path, self.state) if self.state else _nolock():
+            for rel, render in writes.items():
+                atomic_write(self.path / rel, render())
+                written.append(rel)
+                key = f"file:{rel}"
+                if key in self._cache:
+                    self._cache[key] = (_stamp(self.path / rel), self._cache[key][1])
         callbacks, self._callbacks = self._callbacks, {}
-        for cb in callbacks.values():
-            cb()
+        for key, cb in callbacks.items():
+            try:
+                cb()
+            except Exception as exc:  # derived data (an index) must not undo a durable commit
+                from loguru import logger
+
+                logger.opt(exception=True).error("post-write step {} of {} failed: {}", key, self.name, exc)
         return written
 
     def discard(self) -> None:
@@ -133,3 +186,8 @@ class ProjectSession:
         self._after.clear()
         self._durable.clear()
         self._cache.clear()
+
+
+@contextmanager
+def _nolock() -> Iterator[None]:
+    yield

@@ -130,7 +130,7 @@ class Runner:
         with self._sessions_lock:
             s = self._sessions.get(key)
             if s is None:
-                s = self._sessions[key] = ProjectSession(project, self.settings)
+                s = self._sessions[key] = ProjectSession(project, self.settings, state_dir(self.settings))
             return s
 
     def offload(self, fn: Callable, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:

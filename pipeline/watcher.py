@@ -185,6 +185,12 @@ class SourceEvents(FileSystemEventHandler):
         try:
             kind = event.event_type
             if kind in ("created", "modified", "closed"):
+                if event.is_directory and kind != "created":
+                    # a folder's own "modified" only says an entry in it changed, and that
+                    # entry raises its own event; walking the folder here re-touched every
+                    # file in it each time one arrived or was removed (O(n²) in a busy
+                    # sub-folder, and a second run for files whose commit was pending)
+                    return
                 self._route(event.src_path, event.is_directory, kind == "created")
             elif kind == "moved":
                 self._route(event.dest_path, event.is_directory, True)

@@ -4,6 +4,8 @@
   extensions are both refused (``conflict``), until one is renamed.
 - A file whose name is already in the manifest with another extension is
   refused (``conflict``), until it is renamed or the old document removed.
+- A file named ``data_structure.*`` is refused: that name is kbwatch's
+  navigation file in every parsed/ folder.
 - A file whose SHA-256 equals the latest archived version of its name is a
   ``duplicate``: no version is added and the source is removed.
 """
@@ -18,6 +20,9 @@ from pipeline.errors import Outcome, StopRun
 from pipeline.formats.manifest import session_manifest
 from pipeline.sources import is_ignored, split_name
 from pipeline.stage import RunContext, Stage
+
+
+RESERVED_NAME = "data_structure"  # parsed/**/data_structure.md are navigation files
 
 
 def _siblings(ctx: RunContext) -> dict[str, list[str]]:
@@ -47,6 +52,11 @@ class ConflictStage(Stage):
 
     def run(self, ctx: RunContext) -> str | None:
         stem = ctx.name.rsplit("/", 1)[-1]
+        if stem == RESERVED_NAME:
+            raise StopRun(
+                Outcome.CONFLICT,
+                f"the name {RESERVED_NAME!r} is reserved for kbwatch's navigation files; rename {ctx.filename}",
+            )
         others = [n for n in _siblings(ctx).get(stem, []) if n != ctx.filename and split_name(n)[1] != ctx.ext]
         if others:
             folder = str(Path(ctx.source_rel).parent)

@@ -124,8 +124,8 @@ def session_manifest(session) -> Manifest:
     """The project's manifest, loaded once per session and shared by all stages."""
     from pipeline.fsutil import iso_minute, now_local
 
-    return session.cached(
-        "manifest",
+    return session.cached_file(
+        "manifest.json",
         lambda: Manifest.load(session.path / "manifest.json", session.name, iso_minute(now_local())),
     )
 

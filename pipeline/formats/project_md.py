@@ -230,8 +230,8 @@ class ProjectMd:
 def session_project_md(session) -> ProjectMd:
     """The project's project.md, parsed once per session and shared by stages."""
     language = session.settings["project"]["language"]
-    return session.cached(
-        "project_md", lambda: ProjectMd.load(session.path / "project.md", session.name, language)
+    return session.cached_file(
+        "project.md", lambda: ProjectMd.load(session.path / "project.md", session.name, language)
     )
 
 

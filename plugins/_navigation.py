@@ -1,0 +1,80 @@
+"""Shared by the index stage and the remove/rebuild commands: the search index
+handle and the data_structure.md files."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from pipeline.config import state_dir
+from pipeline.formats.data_structure import FILE_NAME, folder_listing, render_folder, render_root
+from pipeline.formats.manifest import Manifest
+from pipeline.formats.project_md import HEADINGS, ProjectMd
+from pipeline.fsutil import atomic_write, human_minute, now_local
+from pipeline.project import discover_projects
+
+_INDEXES: dict[str, object] = {}
+_LOCK = threading.Lock()
+_ROOT_LOCK = threading.Lock()
+
+
+def open_index(settings: dict):
+    """The process-wide SearchIndex of this root (``<state_dir>/search.sqlite3``)."""
+    from plugins._retrieval import SearchIndex
+
+    path = str(state_dir(settings) / "search.sqlite3")
+    with _LOCK:
+        idx = _INDEXES.get(path)
+        if idx is None:
+            idx = _INDEXES[path] = SearchIndex(path)
+        return idx
+
+
+def close_indexes() -> None:
+    with _LOCK:
+        for idx in _INDEXES.values():
+            idx.close()
+        _INDEXES.clear()
+
+
+def project_purpose(pm: ProjectMd, manifest: Manifest) -> str:
+    placeholders = {h["overview_placeholder"] for h in HEADINGS.values()}
+    text = " ".join(pm.section_text("overview").split())
+    if text and text not in placeholders:
+        return text
+    names = [f["name"] for f in manifest.active_files()]
+    return ("Documents: " + ", ".join(names[:5]) + ("…" if len(names) > 5 else "")) if names else "No documents yet."
+
+
+def write_folder_files(project: Path, folders: set[str], manifest: Manifest, purpose: str) -> None:
+    """Rewrite parsed/<folder>/data_structure.md for the given folders and their ancestors."""
+    ext_of = {str(project / f["parsed"]): f["ext"] for f in manifest.active_files()}
+    todo: set[str] = set()
+    for folder in folders:
+        parts = [p for p in folder.split("/") if p]
+        for i in range(len(parts) + 1):
+            todo.add("/".join(parts[:i]))
+    when = human_minute(now_local())
+    for folder in sorted(todo):
+        path = project / "parsed" / folder if folder else project / "parsed"
+        if not path.is_dir():
+            continue
+        subdirs, files = folder_listing(path, ext_of)
+        title = f"{project.name}/parsed/{folder}" if folder else f"{project.name}/parsed"
+        text = purpose if not folder else f"Documents of {project.name} under {folder}/."
+        atomic_write(path / FILE_NAME, render_folder(title, text, subdirs, files, when), fsync=False)
+
+
+def write_root_file(root: Path, settings: dict) -> None:
+    """Rewrite <root>/data_structure.md from every project's files."""
+    rows = []
+    for p in discover_projects(root):
+        try:
+            manifest = Manifest.load(p / "manifest.json", p.name, "")
+        except Exception:
+            continue
+        pm = ProjectMd.load(p / "project.md", p.name, settings["project"]["language"])
+        last = (manifest.data.get("last_ingest") or "").replace("T", " ")
+        rows.append((p.name, project_purpose(pm, manifest), len(manifest.active_files()), last))
+    with _ROOT_LOCK:
+        atomic_write(root / FILE_NAME, render_root(root.name, rows, human_minute(now_local())), fsync=False)

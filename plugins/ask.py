@@ -1,0 +1,142 @@
+"""``kbwatch ask NAME "question"``: a fenced, cited context pack for a model (DESIGN §9).
+
+Progressive as in the seeds: project.md's summary and file index first, then
+ranked snippets from the search index (explicit ``[[parsed/x.md]]``
+references always first), each cited ``parsed/x.md#L12-L40`` plus
+page/slide/sheet. Documents with pending (or rejected) review findings are
+left out unless ``--include-flagged``; the record then names them. ``--json``
+prints the Agent Knowledge context-resolution record and saves it as
+``runs/<run_id>.json``; ``--batch FILE.jsonl`` answers many queries in one
+process (records are not saved then).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pipeline import __version__, hookimpl
+from pipeline.formats.knowledge_md import read_frontmatter
+from pipeline.fsutil import atomic_write
+from plugins._navigation import open_index
+
+
+def flagged_documents(journal, project: str) -> dict[str, str]:
+    """parsed path -> reason, for documents with pending or rejected findings."""
+    rows = journal.db.query(
+        "select path, decision, count(*) as n from findings where project = ? and current = 1 "
+        "and decision in ('pending', 'rejected') group by path, decision",
+        [project],
+    )
+    out: dict[str, str] = {}
+    for r in rows:
+        if r["path"]:
+            what = "pending review" if r["decision"] == "pending" else "rejected in review"
+            out[r["path"]] = (out.get(r["path"], "") + "; " if r["path"] in out else "") + f"{r['n']} finding(s) {what}"
+    return out
+
+
+class Asker:
+    """Everything needed to answer questions about one project, opened once."""
+
+    def __init__(self, kb, project: Path, include_flagged: bool = False):
+        self.kb, self.project = kb, project
+        self.index = open_index(kb.settings)
+        if not self.index.documents(project.name) and any((project / "parsed").rglob("*.md")):
+            self.index.sync_project(project.name, project)  # first ask after an index loss
+        try:
+            front = read_frontmatter((project / "KNOWLEDGE.md").read_text(encoding="utf-8"))
+        except OSError:
+            front = {}
+        self.status = front.get("status", "draft")
+        self.trust = front.get("trust", "unreviewed")
+        self.grounding = front.get("grounding", "recommended")
+        self.flagged = flagged_documents(kb.journal, project.name)
+        self.include_flagged = include_flagged
+        try:
+            self.project_md = (project / "project.md").read_text(encoding="utf-8")
+        except OSError:
+            self.project_md = ""
+
+    def read_document(self, rel: str) -> str | None:
+        path = (self.project / rel).resolve()
+        if self.project.resolve() not in path.parents or not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+
+    def ask(self, question: str, max_files: int, budget: int):
+        from plugins._retrieval import build_pack
+
+        return build_pack(
+            self.index, self.project.name, question, project_md=self.project_md, status=self.status,
+            trust=self.trust, grounding=self.grounding, max_files=max_files, budget=budget,
+            flagged=self.flagged, include_flagged=self.include_flagged, read_document=self.read_document,
+            tool_version=__version__,
+        )
+
+
+@hookimpl
+def kb_register_commands(cli):
+    import sys
+
+    import click
+
+    from pipeline.cli import json_option, open_kb, root_options
+    from pipeline.errors import ConfigError
+
+    @cli.command("ask")
+    @click.argument("name", required=False)
+    @click.argument("question", required=False)
+    @click.option("--max-files", type=click.IntRange(min=1), default=6, show_default=True, help="Files in the pack.")
+    @click.option("--budget", type=click.IntRange(min=300), default=4000, show_default=True,
+                  help="Characters of context inside the fence.")
+    @click.option("--include-flagged", is_flag=True, help="Also use documents with pending or rejected findings.")
+    @click.option("--all", "all_projects", is_flag=True, help="Search every project (NAME is then the question).")
+    @click.option("--batch", "batch_file", type=click.File("r", encoding="utf-8"), default=None,
+                  help='JSONL file of {"id", "query"}: one {"id", "record"} line per query.')
+    @json_option
+    @root_options
+    def ask_command(name, question, max_files, budget, include_flagged, all_projects, batch_file, as_json,
+                    root, config_file):
+        """Print a fenced, cited context pack answering QUESTION from project NAME.
+
+        Example: kbwatch ask 技术方案 "限流算法是什么？" --max-files 4
+        """
+        kb = open_kb(root, config_file, quiet=True, log_files=False)
+        if all_projects:
+            question = question or name
+            projects = kb.projects()
+        else:
+            if not name:
+                raise ConfigError("give a project NAME (or --all)")
+            projects = [kb.project(name)]
+        if batch_file is not None:
+            if len(projects) != 1:
+                raise ConfigError("--batch needs one project NAME")
+            asker = Asker(kb, projects[0], include_flagged)
+            for lineno, line in enumerate(batch_file, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                    qid, query = str(item["id"]), str(item["query"])
+                except (ValueError, KeyError, TypeError):
+                    raise ConfigError(f"--batch line {lineno}: expected {{\"id\": str, \"query\": str}}") from None
+                pack = asker.ask(query, max_files, budget)
+                click.echo(json.dumps({"id": qid, "record": pack.record}, ensure_ascii=False))
+            kb.close()
+            return
+        if not question or not question.strip():
+            raise ConfigError("give a QUESTION")
+        records = []
+        for project in projects:
+            pack = Asker(kb, project, include_flagged).ask(question, max_files, budget)
+            rec_path = project / "runs" / f"{pack.record['run_id']}.json"
+            atomic_write(rec_path, json.dumps(pack.record, ensure_ascii=False, indent=2) + "\n")
+            records.append(pack.record)
+            if not as_json:
+                click.echo(pack.text)
+        if as_json:
+            click.echo(json.dumps(records if all_projects else records[0], ensure_ascii=False))
+        kb.close()
+        sys.exit(0)

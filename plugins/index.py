@@ -1,0 +1,94 @@
+"""Stage ``index``: keep the search index and the data_structure.md files current.
+
+The search index (``<state_dir>/search.sqlite3``) holds heading-aware chunks
+of every parsed file with line ranges and page/slide/sheet anchors; it is
+updated once per commit for the whole batch and can be rebuilt from parsed/
+at any time (``kbwatch index rebuild``): it is never a source of truth. The
+navigation files (data_structure.md at the root and in parsed/ folders,
+kb-retriever convention) are refreshed after the same commit.
+"""
+
+from __future__ import annotations
+
+from pipeline import hookimpl
+from pipeline.formats.manifest import session_manifest
+from pipeline.formats.project_md import session_project_md
+from pipeline.stage import RunContext, Stage
+from plugins._navigation import open_index, project_purpose, write_folder_files, write_root_file
+
+
+def _flush(session, settings) -> None:
+    from plugins._retrieval import document_title
+
+    pending = session.cached("index.pending", dict)
+    if not pending:
+        return
+    idx = open_index(settings)
+    with idx.batch():
+        for rel, text in pending.items():
+            idx.upsert_document(session.name, rel, document_title(text, rel.rsplit("/", 1)[-1][:-3]), text)
+    pending.clear()
+
+
+def _navigation(session, settings) -> None:
+    folders = session.cached("index.folders", set)
+    manifest = session_manifest(session)
+    write_folder_files(session.path, set(folders), manifest, project_purpose(session_project_md(session), manifest))
+    folders.clear()
+    write_root_file(session.path.parent, settings)
+
+
+class IndexStage(Stage):
+    name = "index"
+
+    def able_to_run(self, ctx: RunContext) -> bool:
+        return bool(ctx.parsed_path and ctx.stash.get("archive.parsed_text"))
+
+    def run(self, ctx: RunContext) -> str | None:
+        session, settings = ctx.project, ctx.settings
+        session.cached("index.pending", dict)[ctx.parsed_path] = ctx.stash["archive.parsed_text"]
+        session.cached("index.folders", set).add(ctx.name.rpartition("/")[0])
+        session.defer("index", lambda: _flush(session, settings))
+        session.after_commit("index.navigation", lambda: _navigation(session, settings))
+        return None
+
+
+@hookimpl
+def kb_stages():
+    return [IndexStage()]
+
+
+@hookimpl
+def kb_register_commands(cli):
+    import click
+
+    from pipeline.cli import open_kb, root_options
+
+    @cli.group("index")
+    def index_group():
+        """The search index: a rebuildable cache of parsed/."""
+
+    @index_group.command("rebuild")
+    @click.argument("names", nargs=-1)
+    @root_options
+    def index_rebuild(names, root, config_file):
+        """Recreate the search index (and data_structure.md files) from parsed/.
+
+        Example: kbwatch index rebuild
+        """
+        from pipeline.formats.manifest import Manifest
+        from pipeline.formats.project_md import ProjectMd
+
+        kb = open_kb(root, config_file, log_files=False)
+        idx = open_index(kb.settings)
+        for project in kb.projects(list(names) or None):
+            idx.remove_project(project.name)
+            counts = idx.sync_project(project.name, project)
+            manifest = Manifest.load(project / "manifest.json", project.name, "")
+            pm = ProjectMd.load(project / "project.md", project.name, kb.settings["project"]["language"])
+            folders = {p.parent.relative_to(project / "parsed").as_posix().strip(".")
+                       for p in (project / "parsed").rglob("*.md")}
+            write_folder_files(project, folders | {""}, manifest, project_purpose(pm, manifest))
+            click.echo(f"{project.name}: {counts['indexed']} document(s) indexed")
+        write_root_file(kb.root, kb.settings)
+        kb.close()

@@ -1,0 +1,121 @@
+"""``kbwatch rebuild NAME`` and the optional ``rebuild`` stage: regenerate project.md.
+
+概述, 关键信息 and 文件索引 are regenerated from all of parsed/ through
+``kb_summarize`` (the built-in summariser is extractive and deterministic);
+更新记录 is kept and gets one line, stamped with the project's last ingest,
+and not repeated when nothing changed, so rebuilding twice with the same
+inputs gives a byte-identical project.md. KNOWLEDGE.md's description is
+refreshed and ``runs/compile-<stamp>.json`` records the rebuild (a valid
+compile-run record). The stage runs a rebuild after every
+``[stages.rebuild] every_n_ingests`` ingested documents of a project.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pipeline import hookimpl
+from pipeline.config import state_dir
+from pipeline.formats.manifest import Manifest
+from pipeline.formats.project_md import LOG_VERBS, ProjectMd
+from pipeline.fsutil import atomic_write, new_run_id, sha256_file
+from pipeline.project import ProjectSession, project_file_lock
+from pipeline.stage import RunContext, Stage
+
+
+def rebuild_project(project: Path, settings: dict, plugins, journal) -> dict:
+    """Regenerate project.md; returns the compile-run record written."""
+    with project_file_lock(project, state_dir(settings)):
+        manifest = Manifest.load(project / "manifest.json", project.name, "")
+        pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
+        documents, inputs = [], []
+        for entry in manifest.active_files():
+            path = project / entry["parsed"]
+            if not path.is_file():
+                continue
+            documents.append({
+                "name": entry["name"], "ext": entry["ext"], "parsed": entry["parsed"],
+                "archived": entry["versions"][-1]["archived"] if entry["versions"] else "",
+                "text": path.read_text(encoding="utf-8", errors="replace"),
+            })
+            inputs.append({"path": entry["parsed"], "sha256": sha256_file(path)})
+        result = plugins.hook.kb_summarize(project=project.name, documents=documents,
+                                           settings={**settings, "project": {**settings["project"], "language": pm.language}})
+        pm.set_section("overview", [result["overview"]])
+        pm.set_section("key_points", [f"- {p}" for p in result["key_points"]] or ["-"])
+        pm.rows = {}
+        for d in documents:
+            pm.upsert_row(d["name"], d["parsed"], d["archived"], result["summaries"].get(d["name"], ""))
+        when = (manifest.data.get("last_ingest") or manifest.data.get("created_at") or "").replace("T", " ")
+        line = "- " + when + ": " + LOG_VERBS[pm.language]["rebuild"].format(count=len(documents))
+        if not pm.log or pm.log[-1] != line:
+            pm.log.append(line)
+        atomic_write(project / "project.md", pm.render())
+    from plugins.knowledge import write_knowledge
+
+    pending = len(journal.pending_findings(project.name)) if journal is not None else 0
+    write_knowledge(ProjectSession(project, settings), journal, settings)
+    run_id = new_run_id("compile")
+    record = {
+        "run_id": run_id, "trigger": "manual", "status": "needs-review" if pending else "passed",
+        "compiler": {"tool": "kbwatch", "version": _version()}, "inputs": inputs,
+        "outputs": [{"path": "project.md", "operation": "updated"}, {"path": "KNOWLEDGE.md", "operation": "updated"}],
+        "diagnostics": [], "review": {"required": bool(pending), "reason": f"{pending} finding(s) pending review" if pending else "no pending findings"},
+        "profile": "document-first", "runtime_mode": "data", "primary_document": "project.md",
+    }
+    atomic_write(project / "runs" / f"{run_id}.json", json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+    return record
+
+
+def _version() -> str:
+    from pipeline import __version__
+
+    return __version__
+
+
+class RebuildStage(Stage):
+    name = "rebuild"
+
+    def run(self, ctx: RunContext) -> str | None:
+        every = int(ctx.settings["stages"].get("rebuild", {}).get("every_n_ingests", 0) or 0)
+        if every <= 0:
+            return "disabled"
+        counter = ctx.project.cached("rebuild.count", lambda: [0])
+        counter[0] += 1
+        if counter[0] >= every:
+            counter[0] = 0
+            session, settings, plugins, journal = ctx.project, ctx.settings, ctx.plugins, ctx.journal
+
+            def later():
+                session.forget("file:project.md")
+                rebuild_project(session.path, settings, plugins, journal)
+
+            session.after_commit("rebuild", later)
+            return "rebuild after commit"
+        return f"{counter[0]}/{every}"
+
+
+@hookimpl
+def kb_stages():
+    return [RebuildStage()]
+
+
+@hookimpl
+def kb_register_commands(cli):
+    import click
+
+    from pipeline.cli import open_kb, root_options
+
+    @cli.command("rebuild")
+    @click.argument("name")
+    @root_options
+    def rebuild_command(name, root, config_file):
+        """Regenerate project.md's summary, key points and file index from parsed/.
+
+        Example: kbwatch rebuild 技术方案
+        """
+        kb = open_kb(root, config_file, log_files=False)
+        record = rebuild_project(kb.project(name), kb.settings, kb.plugins, kb.journal)
+        click.echo(f"{name}: project.md rebuilt from {len(record['inputs'])} document(s); runs/{record['run_id']}.json")
+        kb.close()

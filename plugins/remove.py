@@ -1,0 +1,110 @@
+"""``kbwatch remove NAME DOC``: take a document out of the knowledge base; the archive stays.
+
+DOC is the document's name (``sub/技术方案``), its parsed path
+(``parsed/sub/技术方案.md``) or its file name (``技术方案.pdf``). The parsed
+file is deleted; the manifest entry is marked ``removed`` with its versions
+kept; the project.md row goes and 更新记录 gets a line; the search index,
+data_structure.md files and KNOWLEDGE.md are updated; the document's findings
+stop counting; ``runs/remove-<stamp>-<id>.json`` records it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pipeline import hookimpl
+from pipeline.config import state_dir
+from pipeline.errors import ConfigError
+from pipeline.formats.manifest import Manifest
+from pipeline.formats.project_md import ProjectMd
+from pipeline.fsutil import atomic_write, human_minute, iso_minute, new_run_id, now_local
+from pipeline.project import ProjectSession, project_file_lock
+from plugins._navigation import open_index, project_purpose, write_folder_files, write_root_file
+
+
+def _resolve(manifest: Manifest, doc: str) -> dict:
+    doc = doc.strip().removeprefix("./")
+    candidates = [doc, doc.removeprefix("parsed/").removesuffix(".md"), os.path.splitext(doc)[0]]
+    for c in candidates:
+        entry = manifest.get(c)
+        if entry is not None and not entry.get("removed"):
+            return entry
+    raise ConfigError(f"no document {doc!r} in this project (kbwatch status / project.md list them)")
+
+
+def remove_document(kb, project: Path, doc: str) -> dict:
+    settings = kb.settings
+    with project_file_lock(project, state_dir(settings)):
+        manifest = Manifest.load(project / "manifest.json", project.name, iso_minute(now_local()))
+        entry = _resolve(manifest, doc)
+        name = entry["name"]
+        manifest.mark_removed(name, iso_minute(now_local()))
+        outputs = []
+        parsed = project / entry["parsed"]
+        if parsed.exists():
+            parsed.unlink()
+            outputs.append({"path": entry["parsed"], "operation": "deleted"})
+            folder = parsed.parent
+            while folder != project / "parsed" and not any(folder.iterdir()):
+                folder.rmdir()
+                folder = folder.parent
+        pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
+        pm.remove_row(name)
+        pm.add_log(human_minute(now_local()), "removed", file=f"{name}{entry['ext']}")
+        atomic_write(project / "manifest.json", manifest.dumps())
+        atomic_write(project / "project.md", pm.render())
+        outputs += [{"path": "manifest.json", "operation": "updated"}, {"path": "project.md", "operation": "updated"}]
+    kb.journal.supersede_findings(project.name, name)
+    idx = open_index(settings)
+    idx.remove_document(project.name, entry["parsed"])
+    remaining_folders = {str(Path(name).parent).strip(".")}
+    write_folder_files(project, remaining_folders | {""}, manifest, project_purpose(pm, manifest))
+    write_root_file(kb.root, settings)
+    try:
+        from plugins.knowledge import write_knowledge
+
+        write_knowledge(ProjectSession(project, settings), kb.journal, settings)
+        outputs.append({"path": "KNOWLEDGE.md", "operation": "updated"})
+    except ImportError:  # pragma: no cover
+        pass
+    run_id = new_run_id("remove")
+    record = {
+        "run_id": run_id, "trigger": "manual", "status": "passed",
+        "compiler": {"tool": "kbwatch", "version": _version()},
+        "inputs": [{"path": entry["parsed"]}], "outputs": outputs,
+        "diagnostics": [{"severity": "info", "path": entry["parsed"],
+                         "message": f"removed {name}{entry['ext']}; {len(entry['versions'])} archived version(s) kept"}],
+        "review": {"required": False, "reason": "removal"},
+    }
+    atomic_write(project / "runs" / f"{run_id}.json", json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+    return {"name": name, "ext": entry["ext"], "versions": len(entry["versions"]), "record": record}
+
+
+def _version() -> str:
+    from pipeline import __version__
+
+    return __version__
+
+
+@hookimpl
+def kb_register_commands(cli):
+    import click
+
+    from pipeline.cli import open_kb, root_options
+
+    @cli.command("remove")
+    @click.argument("name")
+    @click.argument("doc")
+    @root_options
+    def remove_command(name, doc, root, config_file):
+        """Remove document DOC from project NAME (parsed, index, project.md); archive kept.
+
+        Example: kbwatch remove 技术方案 需求文档
+        """
+        kb = open_kb(root, config_file, log_files=False)
+        result = remove_document(kb, kb.project(name), doc)
+        click.echo(f"removed {result['name']}{result['ext']} from {name}; "
+                   f"{result['versions']} archived version(s) kept in archive/")
+        kb.close()

@@ -6,8 +6,9 @@
 and not repeated when nothing changed, so rebuilding twice with the same
 inputs gives a byte-identical project.md. KNOWLEDGE.md's description is
 refreshed and ``runs/compile-<stamp>.json`` records the rebuild (a valid
-compile-run record). The stage runs a rebuild after every
-``[stages.rebuild] every_n_ingests`` ingested documents of a project.
+compile-run record). The stage runs a rebuild once
+``[stages.rebuild] every_n_ingests`` documents (or versions) were logged in
+project.md since the last rebuild line.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from pipeline import hookimpl
 from pipeline.config import state_dir
 from pipeline.formats.manifest import Manifest
-from pipeline.formats.project_md import LOG_VERBS, ProjectMd
+from pipeline.formats.project_md import LOG_VERBS, ProjectMd, session_project_md
 from pipeline.fsutil import atomic_write, new_run_id, sha256_file
 from pipeline.project import ProjectSession, project_file_lock
 from pipeline.stage import RunContext, Stage
@@ -81,19 +82,20 @@ class RebuildStage(Stage):
         every = int(ctx.settings["stages"].get("rebuild", {}).get("every_n_ingests", 0) or 0)
         if every <= 0:
             return "disabled"
-        counter = ctx.project.cached("rebuild.count", lambda: [0])
-        counter[0] += 1
-        if counter[0] >= every:
-            counter[0] = 0
-            session, settings, plugins, journal = ctx.project, ctx.settings, ctx.plugins, ctx.journal
+        done = session_project_md(ctx.project).ingests_since_rebuild()  # counted in the plain file
+        if done < every or ctx.project.cached("rebuild.scheduled", lambda: [False])[0]:
+            return f"{done}/{every}"
+        session, settings, plugins, journal = ctx.project, ctx.settings, ctx.plugins, ctx.journal
+        flag = session.cached("rebuild.scheduled", lambda: [False])
+        flag[0] = True
 
-            def later():
-                session.forget("file:project.md")
-                rebuild_project(session.path, settings, plugins, journal)
+        def later():
+            flag[0] = False
+            session.forget("file:project.md")
+            rebuild_project(session.path, settings, plugins, journal)
 
-            session.after_commit("rebuild", later)
-            return "rebuild after commit"
-        return f"{counter[0]}/{every}"
+        session.after_commit("rebuild", later)
+        return "rebuild after commit"
 
 
 @hookimpl

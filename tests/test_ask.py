@@ -186,3 +186,32 @@ def test_index_is_rebuildable(kb, cli, root):
     assert result.exit_code == 0 and "demo: 4 document(s) indexed" in result.output
     rec = json.loads(cli("ask", "demo", "token bucket", "--json").output)
     assert rec["activated_packs"][0]["selected_files"][0] == "parsed/rate-limiting.md"
+
+
+def test_rebuild_stage_every_n_ingests(project):
+    (project.parent / "kbwatch.toml").write_text(
+        '[pipeline]\nstages = ["conflict", "parse", "scan", "archive", "manifest", "project_md", "knowledge", '
+        '"index", "rebuild"]\n[stages.rebuild]\nevery_n_ingests = 2\n', encoding="utf-8")
+    (project / "sources" / "one.md").write_text("# One\n\nfirst document\n")
+    ingest(project.parent)
+    assert "（高度总结的项目信息）" in (project / "project.md").read_text(encoding="utf-8")
+    (project / "sources" / "two.md").write_text("# Two\n\nsecond document\n")
+    ingest(project.parent)
+    text = (project / "project.md").read_text(encoding="utf-8")
+    assert "本项目包含 2 个文档" in text and "重建 project.md（2 个文档）" in text
+    assert len(list((project / "runs").glob("compile-*.json"))) == 1
+
+
+def test_summarize_plugin_wins_over_builtin(project, cli):
+    (project.parent / "llm_summary.py").write_text(
+        "from pipeline import hookimpl\n"
+        "@hookimpl\n"
+        "def kb_summarize(project, documents, settings):\n"
+        "    return {'overview': 'A model wrote this.', 'key_points': ['point'],\n"
+        "            'summaries': {d['name']: 'model summary' for d in documents}}\n")
+    (project.parent / "kbwatch.toml").write_text('[pipeline]\nplugins = ["llm_summary.py"]\n')
+    (project / "sources" / "a.md").write_text("# A\n\ntext\n")
+    ingest(project.parent)
+    assert cli("rebuild", "demo").exit_code == 0
+    text = (project / "project.md").read_text(encoding="utf-8")
+    assert "A model wrote this." in text and "| model summary |" in text

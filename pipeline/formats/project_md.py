@@ -180,6 +180,19 @@ class ProjectMd:
         text = LOG_VERBS[self.language][event].format(**fields)
         self.log.append(f"- {when}: {escape_cell(text).replace(chr(92) + '|', '|')}")
 
+    def ingests_since_rebuild(self) -> int:
+        """Ingest events (new documents and versions) logged after the last rebuild line."""
+        prefixes = {v[key].split("{")[0] for v in LOG_VERBS.values() for key in ("new", "version")}
+        rebuild = {v["rebuild"].split("{")[0].strip() for v in LOG_VERBS.values()}
+        count = 0
+        for line in reversed(self.log):
+            text = line.split(": ", 1)[1] if ": " in line else line
+            if any(text.startswith(r) for r in rebuild):
+                break
+            if any(text.startswith(p) for p in prefixes):
+                count += 1
+        return count
+
     def set_section(self, key: str, lines: list[str]) -> None:
         heading = self.h[key]
         for s in self.sections:

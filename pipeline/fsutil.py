@@ -48,15 +48,20 @@ def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
         fsync_dir(path.parent)
 
 
-def durable_copy(src: Path, dst: Path) -> None:
-    """Copy ``src`` to ``dst`` (temp + fsync + rename), keeping mtime."""
+def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
+    """Copy ``src`` to ``dst`` through a temp file + rename, keeping mtime.
+
+    Without ``fsync`` the caller makes it durable later (see
+    ``ProjectSession.durable``), so many files share one round of fsyncs.
+    """
     dst.parent.mkdir(parents=True, exist_ok=True)
     tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
     try:
         with open(src, "rb") as fin, open(tmp, "wb") as fout:
             shutil.copyfileobj(fin, fout, CHUNK)
-            fout.flush()
-            os.fsync(fout.fileno())
+            if fsync:
+                fout.flush()
+                os.fsync(fout.fileno())
         shutil.copystat(src, tmp, follow_symlinks=False)
         os.replace(tmp, dst)
     except BaseException:
@@ -65,7 +70,34 @@ def durable_copy(src: Path, dst: Path) -> None:
         except OSError:
             pass
         raise
-    fsync_dir(dst.parent)
+    if fsync:
+        fsync_dir(dst.parent)
+
+
+def fsync_paths(paths) -> None:
+    """fsync many files and then their folders, several at a time (a disk
+    serves parallel fsyncs far faster than a serial chain)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(path):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return os.path.dirname(path)
+
+    paths = list(paths)
+    if len(paths) <= 2:
+        dirs = {d for d in map(one, paths) if d}
+    else:
+        with ThreadPoolExecutor(max_workers=min(16, len(paths))) as pool:
+            dirs = {d for d in pool.map(one, paths) if d}
+    for d in dirs:
+        fsync_dir(Path(d))
 
 
 def sha256_file(path: Path) -> str:

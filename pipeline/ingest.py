@@ -9,6 +9,19 @@ from pipeline.runner import FinishedRun, Runner
 
 
 def run_ingest(kb: KnowledgeBase, names: list[str], progress: bool = False) -> tuple[dict[str, int], list[dict]]:
+    """Ingest what sources/ holds now; holds the root's service lock while it works."""
+    from pipeline.service import ServiceLock
+
+    lock = ServiceLock(kb.state)
+    lock.acquire("kbwatch watch is running on this root (pid {pid}) and ingests sources/ itself; "
+                 "`kbwatch status` shows its progress")
+    try:
+        return _ingest(kb, names, progress)
+    finally:
+        lock.release()
+
+
+def _ingest(kb: KnowledgeBase, names: list[str], progress: bool) -> tuple[dict[str, int], list[dict]]:
     projects = kb.projects(names or None)
     runner = Runner(kb.root, kb.settings, kb.plugins, kb.journal)
     recovered = kb.recover()

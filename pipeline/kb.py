@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from pipeline.project import PROJECT_DIRS, discover_projects, is_project
 from pipeline.sources import SourceEntry, walk_sources
 
 INVALID_PROJECT_CHARS = set('/\\\0')
+TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{8}\.tmp$")
 
 
 @dataclass
@@ -161,8 +163,34 @@ class KnowledgeBase:
         return self.decide(project, last, st.st_size, st.st_mtime_ns, time.time())[0]
 
     # -- crash recovery ------------------------------------------------------
+    def remove_temp_files(self) -> int:
+        """Delete ``.<name>.<hex>.tmp`` files a killed writer left (call under the service lock)."""
+        n = 0
+        for project in discover_projects(self.root):
+            folders = [project] + [project / d for d in ("archive", "parsed", "runs")]
+            for folder in folders:
+                if not folder.is_dir():
+                    continue
+                found = folder.glob(".*.tmp") if folder == project else folder.rglob(".*.tmp")
+                for path in found:
+                    if TEMP_RE.match(path.name) and path.is_file() and not path.is_symlink():
+                        path.unlink(missing_ok=True)
+                        n += 1
+        for path in self.root.glob(".data_structure.md.*.tmp"):
+            path.unlink(missing_ok=True)
+            n += 1
+        return n
+
     def recover(self) -> int:
-        """Finish or fail runs a crash left ``running``; returns how many."""
+        """Finish or fail runs a crash left ``running``; returns how many.
+
+        Also removes temp files of interrupted atomic writes. A run cut short
+        by a crash counts as an attempt, so a file that crashes the service
+        every time stops being retried after ``retry.max_attempts``.
+        """
+        removed = self.remove_temp_files()
+        if removed:
+            logger.info("removed {} temp file(s) left by an interrupted run", removed)
         stale = self.journal.running_runs()
         for row in stale:
             project = self.root / row["project"]

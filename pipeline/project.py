@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from pipeline.fsutil import atomic_write, fsync_dir
+from pipeline.fsutil import atomic_write, fsync_paths
 
 SOURCES = "sources"
 PROJECT_DIRS = ("sources", "parsed", "archive", "runs")
@@ -86,6 +86,7 @@ class ProjectSession:
         self.pending_runs: list[Any] = []  # runs whose stages finished, awaiting commit
         self.active = 0  # runs queued or in flight for this project
         self.first_pending_at: float | None = None
+        self.last_commit_seconds = 0.0
 
     # -- cached state --------------------------------------------------------
     def cached(self, key: str, loader: Callable[[], Any]) -> Any:
@@ -149,16 +150,7 @@ class ProjectSession:
 
     def commit(self) -> list[str]:
         """Make everything durable; returns the written paths."""
-        dirs = set()
-        for path in sorted(self._durable):
-            try:
-                with open(path, "rb") as fh:
-                    os.fsync(fh.fileno())
-            except FileNotFoundError:
-                continue
-            dirs.add(path.parent)
-        for d in dirs:
-            fsync_dir(d)
+        fsync_paths(sorted(self._durable))
         self._durable.clear()
         written = []
         writes, self._writes = self._writes, {}

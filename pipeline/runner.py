@@ -18,7 +18,6 @@ import queue
 import random
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -27,10 +26,9 @@ import tenacity
 from loguru import logger
 
 from pipeline.config import state_dir
-from pipeline.errors import Outcome, PermanentError, StageError, StopRun, TransientError
-from pipeline.formats.manifest import Manifest
+from pipeline.errors import StageError, StopRun, TransientError
 from pipeline.formats.run_record import build_record
-from pipeline.fsutil import atomic_write, display_path, iso_minute, new_run_id, now_local, sha256_file, utc_iso
+from pipeline.fsutil import atomic_write, display_path, fsync_paths, new_run_id, sha256_file, utc_iso
 from pipeline.journal import Journal
 from pipeline.model import RunRecord
 from pipeline.plugins import PluginSet
@@ -208,12 +206,18 @@ class Runner:
             t.join(timeout=2)
         self.flush_all()
 
-    def _release(self, job: Job) -> None:
+    def _release(self, job: Job, processed: bool = True) -> None:
+        """A job is over: it was committed, or it ended without a run to commit.
+
+        The file's queue key is held until then, so a rescan or an event
+        cannot queue a file whose run is parked but not yet committed.
+        """
         with self._keys_lock:
             self._keys.discard(job.key)
-        s = self.session(job.project)
-        with s.lock:
-            s.active -= 1
+        if not processed:  # never reached process(): it still counts as active
+            s = self.session(job.project)
+            with s.lock:
+                s.active -= 1
         with self._idle:
             self._in_flight -= 1
             self._idle.notify_all()
@@ -224,17 +228,25 @@ class Runner:
             if job is None:
                 return
             if self._stopping.is_set():
-                self._release(job)
+                self._release(job, processed=False)
                 continue
+            parked = False
             try:
-                self.process(job)
+                parked = self.process(job)
             except Exception:  # the last line of defence: never kill the thread
                 logger.exception("unexpected error while processing {}", job.rel)
             finally:
-                self._release(job)
+                if not parked:
+                    session = self.session(job.project)
+                    with session.lock:
+                        session.active -= 1
+                        if session.active == 0 and session.pending_runs:
+                            self.flush(session)
+                    self._release(job)
 
     # -- one run -----------------------------------------------------------
-    def process(self, job: Job) -> None:
+    def process(self, job: Job) -> bool:
+        """Run the stages for one file; True when a run was parked for commit."""
         session = self.session(job.project)
         project = job.project
         source = project / "sources" / job.rel
@@ -245,7 +257,7 @@ class Runner:
         reason, st = classify(source)
         if reason == "vanished":
             self.journal.event(project.name, source_rel, "vanished", "the file disappeared before it was taken")
-            return
+            return False
         refusal = reason or name_problem(job.rel)
         size = st.st_size if st else 0
         mtime_ns = st.st_mtime_ns if st else 0
@@ -254,17 +266,17 @@ class Runner:
             self._park(session, FinishedRun(
                 outcome="failed", message=refusal, error=refusal, reason="refused", retryable=False,
                 blocked_by=[], stage_rows=[], sha256=None, **base))
-            return
+            return True
         try:
             digest = _retry_transient(lambda: _hash(source), self.settings)
         except FileNotFoundError:
             self.journal.event(project.name, source_rel, "vanished", "the file disappeared while it was read")
-            return
+            return False
         except StageError as exc:
             self._park(session, FinishedRun(
                 outcome="failed", message=exc.message, error=exc.message, reason=exc.reason,
                 retryable=exc.transient, blocked_by=[], stage_rows=[], sha256=None, **base))
-            return
+            return True
         self.journal.start_run({
             "run_id": run_id, "project": project.name, "source": source_rel, "name": name,
             "sha256": digest, "size": size, "mtime_ns": mtime_ns, "status": "running",
@@ -329,7 +341,7 @@ class Runner:
                 session.lock.release()
         if reason_word == "shutdown":  # abandoned cleanly: nothing was written, the file stays
             self.journal.delete_run(run_id)
-            return
+            return False
         if outcome == "failed" and retryable and job.attempt >= self.settings["retry"]["max_attempts"]:
             message = f"{message} (gave up after {job.attempt} attempts; `kbwatch retry` tries again)"
             error = message
@@ -337,9 +349,10 @@ class Runner:
             ctx=ctx, job=job, run_id=run_id, outcome=outcome, message=message, error=error,
             reason=reason_word, retryable=retryable, blocked_by=blocked, stage_rows=stage_rows,
             started_at=started, sha256=digest, size=size, mtime_ns=mtime_ns, name=name))
+        return True
 
     # -- commit ------------------------------------------------------------
-    def _park(self, session: ProjectSession, run: FinishedRun) -> None:
+    def _park(self, session: ProjectSession, run: FinishedRun) -> bool:
         """Hand the finished run to its project; commit when the batch is due."""
         with session.lock:
             if run.ctx is None:
@@ -352,17 +365,32 @@ class Runner:
                     except Exception:
                         logger.exception("finish of stage {} failed", stage.name)
             session.pending_runs.append(run)
+            session.active -= 1
             if session.first_pending_at is None:
                 session.first_pending_at = time.monotonic()
             svc = self.settings["service"]
+            # a commit costs O(project size): space them so they stay a small share of the time
+            interval = max(svc["commit_interval_seconds"], 4 * session.last_commit_seconds)
             due = (
-                session.active <= 1
+                session.active == 0
                 or len(session.pending_runs) >= svc["commit_batch"]
-                or time.monotonic() - session.first_pending_at >= svc["commit_interval_seconds"]
+                or time.monotonic() - session.first_pending_at >= interval
                 or self._stopping.is_set()
             )
             if due:
                 self.flush(session)
+        return True
+
+    def flush_due(self) -> None:
+        """Commit batches that waited longer than the commit interval (a timer's job)."""
+        svc = self.settings["service"]
+        with self._sessions_lock:
+            sessions = list(self._sessions.values())
+        for s in sessions:
+            with s.lock:
+                interval = max(svc["commit_interval_seconds"], 4 * s.last_commit_seconds)
+                if s.pending_runs and s.first_pending_at is not None and time.monotonic() - s.first_pending_at >= interval:
+                    self.flush(s)
 
     def flush_all(self) -> None:
         with self._sessions_lock:
@@ -377,8 +405,10 @@ class Runner:
         runs, session.pending_runs = session.pending_runs, []
         session.first_pending_at = None
         checkpoint("commit:before")
+        t0 = time.monotonic()
         try:
             _retry_transient(lambda: _commit(session), self.settings)
+            session.last_commit_seconds = time.monotonic() - t0
         except Exception as exc:
             logger.error("commit of {} failed: {}", session.name, exc)
             session.discard()
@@ -422,7 +452,7 @@ class Runner:
                 for f in ctx.findings:
                     finding_rows.append(_finding_row(run, session.name, f))
             self.totals[run.outcome] = self.totals.get(run.outcome, 0) + 1
-        _fsync_files(records)
+        fsync_paths(records)
         checkpoint("records:written")
         try:
             if any(r["outcome"] == "done" for r in rows):
@@ -458,6 +488,8 @@ class Runner:
                 logger.exception("a kb_run_finished hook failed")
             level = "INFO" if run.outcome in ("done", "duplicate") else "WARNING"
             logger.log(level, "{} {}: {} {}", run.outcome, session.name, row["source"], run.message)
+        for run in runs:
+            self._release(run.job)  # committed: the file may be queued again
 
 
 # -- helpers -----------------------------------------------------------------
@@ -550,21 +582,6 @@ def _prune_empty_dirs(folder: Path, stop: Path) -> None:
         except OSError:
             return
         folder = folder.parent
-
-
-def _fsync_files(paths: list[Path]) -> None:
-    dirs = set()
-    for p in paths:
-        try:
-            with open(p, "rb") as fh:
-                os.fsync(fh.fileno())
-            dirs.add(p.parent)
-        except OSError:
-            pass
-    from pipeline.fsutil import fsync_dir
-
-    for d in dirs:
-        fsync_dir(d)
 
 
 def _pending_count(journal: Journal, project: str, runs: list[FinishedRun]) -> int:

@@ -39,7 +39,7 @@ class ServiceLock:
         self.path = state / LOCK_NAME
         self.fd: int | None = None
 
-    def acquire(self) -> None:
+    def acquire(self, busy_message: str = "kbwatch watch is already running on this root (pid {pid}); stop it first") -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -48,7 +48,7 @@ class ServiceLock:
                 pid = os.read(fd, 32).decode().strip() or "unknown"
             finally:
                 os.close(fd)
-            raise ConfigError(f"kbwatch watch is already running on this root (pid {pid}); stop it first") from None
+            raise ConfigError(busy_message.format(pid=pid)) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         os.fsync(fd)
@@ -185,6 +185,7 @@ class WatchService:
         next_rescan = now + svc["rescan_seconds"] if svc["rescan_seconds"] else float("inf")
         next_retry = now + 2.0
         next_beat = now + svc["heartbeat_seconds"]
+        next_flush = now + svc["commit_interval_seconds"]
         tick = max(0.05, min(0.25, svc["settle_seconds"] / 8 or 0.05))
         try:
             while not self.stop_event.is_set():
@@ -196,6 +197,11 @@ class WatchService:
                 if now >= next_retry:
                     self.due_retries()
                     next_retry = now + 2.0
+                if now >= next_flush:
+                    # runs commit when their batch is due as they park; this timer commits a batch
+                    # that became due by time alone while no other run parked
+                    self.runner.flush_due()
+                    next_flush = now + svc["commit_interval_seconds"]
                 if now >= next_beat:
                     self.heartbeat()
                     next_beat = now + svc["heartbeat_seconds"]

@@ -1,7 +1,7 @@
 """Stage ``archive``: publish this version — the original to archive/, the text to parsed/.
 
 The original is copied (never moved: the runner removes the source only
-after the commit) to ``archive/<sub>/<stem>_YYYYMMDDHHmm<ext>``, adding
+after the commit, which fsyncs the copy first) to ``archive/<sub>/<stem>_YYYYMMDDHHmm<ext>``, adding
 seconds and then ``-2``, ``-3``… when taken (DESIGN §2). A copy left by a run
 that crashed before its commit (same content, not in the manifest) is reused,
 so a re-run adds no second archive file. ``parsed/<name>.md`` is written
@@ -14,18 +14,40 @@ import os
 from pathlib import Path
 
 from pipeline import hookimpl
-from pipeline.formats.archive_names import archived_versions_on_disk, choose_archive_name
+from pipeline.formats.archive_names import ARCHIVE_RE, choose_archive_name
 from pipeline.formats.manifest import session_manifest
 from pipeline.formats.parsed import render_parsed
-from pipeline.fsutil import atomic_write, durable_copy, human_minute, now_local, sha256_file
+from pipeline.fsutil import atomic_write, copy_file, human_minute, now_local, sha256_file
 from pipeline.stage import RunContext, Stage
 
 
-def _reusable_copy(ctx: RunContext, folder: Path, stem: str) -> str | None:
+def _listing(ctx: RunContext, folder: Path) -> dict[str, set[str]]:
+    """Archived file names in ``folder`` by stem, read once per session and kept current."""
+    cache = ctx.project.cached("archive.listing", dict)
+    listing = cache.get(folder)
+    if listing is None:
+        listing = {}
+        try:
+            for entry in os.scandir(folder):
+                m = ARCHIVE_RE.match(entry.name)
+                if m:
+                    listing.setdefault(m.group(1), set()).add(entry.name)
+        except FileNotFoundError:
+            pass
+        cache[folder] = listing
+    return listing
+
+
+def _reusable_copy(ctx: RunContext, folder: Path, stem: str, names: set[str]) -> str | None:
+    """An archive copy of exactly this content that no manifest version points at
+    (left by a run that stopped before its commit)."""
     manifest = session_manifest(ctx.project)
     entry = manifest.get(ctx.name)
     known = {v["archived"] for v in entry["versions"]} if entry else set()
-    for path in archived_versions_on_disk(folder, stem, ctx.ext):
+    for name in sorted(names):
+        if not name.endswith(ctx.ext):
+            continue
+        path = folder / name
         rel = path.relative_to(ctx.project.path).as_posix()
         if rel in known:
             continue
@@ -45,13 +67,16 @@ class ArchiveStage(Stage):
         sub, _, stem = ctx.name.rpartition("/")
         folder = project / "archive" / sub if sub else project / "archive"
         when = now_local(ctx.settings["stages"]["archive"]["timezone"])
-        reused = _reusable_copy(ctx, folder, stem)
+        names = _listing(ctx, folder).setdefault(stem, set())
+        reused = _reusable_copy(ctx, folder, stem, names)
         if reused:
             ctx.archived = reused
             ctx.output(reused, "unchanged")
         else:
-            name = choose_archive_name(folder, stem, ctx.ext, when)
-            durable_copy(ctx.source, folder / name)
+            name = choose_archive_name(folder, stem, ctx.ext, when, taken=names)
+            copy_file(ctx.source, folder / name)  # fsync'd with the commit, before any source leaves
+            ctx.project.durable(folder / name)
+            names.add(name)
             ctx.archived = (folder / name).relative_to(project).as_posix()
             ctx.output(ctx.archived, "created")
         if ctx.parsed is not None:

@@ -27,8 +27,18 @@ _T2S_TO = (
     "盖旧内务范围写读启动换进离脱绕恶线删产网连结链邮览绝随区监联钱红较属处击标志装实际类检导报书响页构态图阅边变驱系凭资讯号气"
 )
 T2S = str.maketrans(_T2S_FROM, _T2S_TO)
+_T2S_MAP = dict(zip(_T2S_FROM, _T2S_TO))
+_T2S_RE = re.compile("[" + _T2S_FROM + "]")
 
-F = re.IGNORECASE | re.MULTILINE
+
+def to_simplified(text: str) -> str:
+    """Traditional → Simplified for the rule characters (a C-level scan; a callback per hit
+    instead of ``str.translate``'s per-character dictionary lookup)."""
+    return _T2S_RE.sub(lambda m: _T2S_MAP[m.group()], text) if _T2S_RE.search(text) else text
+
+# The view is already lower-cased, so patterns are compiled without IGNORECASE
+# (twice as fast in ``re``); write them in lower case.
+F = re.MULTILINE
 
 # a gap of up to n words (English)
 def _gap(n: int) -> str:
@@ -70,7 +80,7 @@ EN_STRONG: list[tuple[str, str, str, re.Pattern]] = [
                 r"(?:safety|content|ethical|moral)\s+(?:filters?|protocols?|guidelines|restrictions?|guardrails?|measures|"
                 r"checks?|polic(?:y|ies)|settings|features?)", F)),
     ("injection.new-instructions", "high", "replacement instructions",
-     re.compile(r"(?:^|[\s.!:\[(])(?:new|updated|revised|real|true|actual|secret|hidden|additional)\s+(?:system\s+)?"
+     re.compile(r"\b(?<![^\s.!:\[(])(?:new|updated|revised|real|true|actual|secret|hidden|additional)\s+(?:system\s+)?"
                 r"(?:instructions?|directives?|system\s+prompt|orders|rules\s+for\s+you)\s*(?:[:：]|are\s+as\s+follows|follow)", F)),
     ("injection.new-instructions", "high", "re-assigned task or role",
      re.compile(r"\byour\s+(?:new|real|true|actual|only|primary|sole|updated)\s+(?:instructions?|task|goal|purpose|role|"
@@ -166,14 +176,18 @@ EN_STRONG: list[tuple[str, str, str, re.Pattern]] = [
 ]
 
 # chat-template / role delimiters (matched on the view, lower case)
-TEMPLATE = re.compile(
+_TEMPLATE_DELIMS = (
     r"<\|\s*(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text|end_of_text|start_header_id|"
     r"end_header_id|eot_id|eom_id|tool_call|fim_\w+|channel|message|start|end|return|call)\s*\|>|"
     r"\[/?inst\]|<</?sys>>|<s>\s*\[inst|\{\{#(?:system|user|assistant)~?\}\}|\[system\]\(#\w+\)|"
+    r"</?(?:system|system_prompt|sys_prompt|admin_instructions?)>")
+_TEMPLATE_LINES = (
     r"^[ \t]*#{2,}[ \t]*(?:system|instruction|instructions|assistant|response|user\s+input|human)[ \t]*(?:prompt|message)?[ \t]*:|"
     r"^[ \t]*#{2,}[ \t]*end\s+of\s+(?:user\s+)?(?:input|prompt|instructions|context)\b|"
-    r"</?(?:system|system_prompt|sys_prompt|admin_instructions?)>|"
-    r"^[ \t]*(?:system|assistant)[ \t]*:[ \t]*\S", F)
+    r"^[ \t]*(?:system|assistant)[ \t]*:[ \t]*\S")
+TEMPLATE = re.compile(_TEMPLATE_DELIMS + "|" + _TEMPLATE_LINES, F)
+# the same, split so that the delimiter part can be gated on its literal prefixes
+TEMPLATE_PARTS = [re.compile(_TEMPLATE_DELIMS, F), re.compile(_TEMPLATE_LINES, F)]
 
 # weak jailbreak signals: (name, pattern). Several distinct ones close together fire.
 SIGNALS: list[tuple[str, re.Pattern]] = [
@@ -184,11 +198,21 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
                              r"(?:restrictions?|filters?|filtering|censorship|limitations?|constraints?|confines|boundaries|rules|bounds|"
                              r"guidelines|polic(?:y|ies)|ethics|morals|morality|safeguards|limits)\b|"
                              r"\bnot\s+(?:restrained|restricted|limited|bound|constrained|governed)\s+by\b", F)),
+    ("no-limits", re.compile(r"\b(?:does\s+not|doesn'?t|do\s+not|don'?t|did\s+not|has\s+no|have\s+no|lacks?)\s+(?:have\s+)?"
+                             r"(?:any\s+)?(?:\w+\s+){0,2}?(?:restrictions?|filters?|censorship|limitations?|constraints?|"
+                             r"boundaries|guidelines|ethics|morals|morality|safeguards|limits)\b|"
+                             r"\bfree\s+(?:itself|yourself|himself|herself|themselves)\s+from\b", F)),
+    ("regardless", re.compile(r"\bregardless\s+of\s+(?:\w+\s+){0,4}?(?:ethic\w*|legal\w*|legality|moral\w*|consequences|"
+                              r"harm\w*|danger\w*|laws?|rules|guidelines|polic(?:y|ies))\b", F)),
+    ("any-request", re.compile(r"\b(?:whatever|anything)\s+(?:they|you|i|he|she|the\s+user|people)\s+(?:ask|want|request|say|desire)", F)),
+    ("dev-claim", re.compile(r"\bi\s*(?:am|'m)\s+(?:a|an|the)\s+(?:\w+\s+)?(?:programmer|developer|engineer|employee|researcher|"
+                             r"admin\w*)\s+(?:at|from|with|for|of)\s+(?:openai|anthropic|google|microsoft|meta|deepmind)\b", F)),
     ("uncensored", re.compile(r"\b(?:uncensored|unfiltered|unrestricted|unrestrained|amoral|unethical|immoral|jailbr(?:ea|o)k\w*|"
                               r"unbiased|unlimited\s+power|nsfw)\b", F)),
     ("never-refuse", re.compile(r"\b(?:never|not|won'?t|cannot|can'?t|must\s+not|will\s+not|doesn'?t|don'?t)\s+(?:\w+\s+){0,2}?"
                                 r"(?:refuse|decline|say\s+no|deny|reject)|\b(?:always|must)\s+(?:comply|answer|obey|provide)\b|"
-                                r"\bno\s+matter\s+(?:what|how)\b", F)),
+                                r"\bno\s+matter\s+(?:what|how)\b|\b(?:comply|obey)\s+(?:fully|completely|unconditionally|without\s+(?:question|hesitation))|"
+                                r"\b(?:fully|completely|unconditionally)\s+(?:comply|obey)\b", F)),
     ("any-request", re.compile(r"\b(?:answer|respond\s+to|reply\s+to|fulfil+|comply\s+with|do)\s+(?:every|any|all|anything)\b", F)),
     ("does-not-care", re.compile(r"\b(?:does\s+not|doesn'?t|won'?t|will\s+not|never|don'?t|do\s+not)\s+(?:\w+\s+)?"
                                  r"(?:care|abide|adhere|follow|obey|worry|concern|respect)\b", F)),
@@ -196,7 +220,8 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
                            r"inappropriate|derogatory)\b", F)),
     ("format-control", re.compile(r"\b(?:prefix|start|begin|precede)\s+(?:each|every|all|your)\s+(?:\w+\s+)?(?:response|reply|"
                                   r"answer|message|output)s?|\b(?:two|2|both)\s+(?:different|separate|distinct)?\s*"
-                                  r"(?:responses|ways|answers|paragraphs|manners)\b|\[?🔒|\[?🔓", F)),
+                                  r"(?:responses|ways|answers|paragraphs|manners)\b", F)),
+    ("format-control", re.compile(r"🔒|🔓", F)),  # the DAN "[🔒CLASSIC] / [🔓JAILBREAK]" answer tags
     ("confirm", re.compile(r"\bif\s+you\s+(?:understand|agree|are\s+ready)\b|\b(?:reply|respond|answer|confirm)\s+(?:with|by\s+"
                            r"saying)\s+[\"'“]?(?:understood|ok|yes|i\s+understand|jailbroken|ready|i\s+agree)", F)),
     ("act-as", re.compile(r"\b(?:i\s+want\s+you\s+to|you\s+(?:will|must|shall|are\s+to|should)|please)\s+(?:\w+\s+)?"
@@ -222,14 +247,14 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
                               r"(?:each|every|all)\s+(?:of\s+your\s+)?(?:responses?|answers?|replies|outputs?|messages?)|"
                               r"my\s+(?:prompts?|questions?|requests?|messages?|first\s+(?:question|request|prompt))|"
                               r"the\s+user'?s?\s+(?:requests?|questions?|prompts?))\b", F)),
-    ("ai-self", re.compile(r"\b(?:as\s+an?\s+ai|ai\s+language\s+model|an\s+ai\b|ai\s+(?:assistant|chatbot|bot)|"
+    ("ai-self", re.compile(r"\b(?:as\s+(?:an?|the)\s+(?:ai|assistant)\b|ai\s+language\s+model|an\s+ai\b|ai\s+(?:assistant|chatbot|bot)|"
                            r"your\s+(?:creators?|developers?|programming|training\s+data|knowledge\s+cut-?off))", F)),
 ]
 # weights: weak context (1) vs jailbreak-ish (2); fire at SIGNAL_SCORE with ≥ SIGNAL_MIN distinct signals
 SIGNAL_WEIGHT = {
     "model-name": 1, "harmful": 1, "fiction-frame": 1, "any-request": 1, "sandbox": 1, "prompt-ref": 1,
     "you-will": 1, "ai-self": 1, "act-as": 2, "role-play": 2, "uncensored": 2, "no-limits": 2,
-    "never-refuse": 2, "you-are-now": 2, "format-control": 2, "confirm": 2, "does-not-care": 2, "openai-policy": 2, "you-always": 2,
+    "never-refuse": 2, "you-are-now": 2, "regardless": 2, "dev-claim": 2, "format-control": 2, "confirm": 2, "does-not-care": 2, "openai-policy": 2, "you-always": 2,
 }
 SIGNAL_WINDOW = 3000
 SIGNAL_MIN = 3

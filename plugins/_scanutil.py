@@ -3,7 +3,7 @@ underscore keeps it out of plugin discovery).
 
 - :func:`scan_options` reads ``[scan]`` settings defensively.
 - :class:`LineIndex` turns 0-based offsets into 1-based line/column.
-- :func:`mask` builds excerpts that never show more than 6 characters of a
+- :func:`mask_value` / :func:`mask_runs` build excerpts that never show more than 6 characters of a
   secret (first 4 + last 2 at most; fewer for short values).
 - :func:`normalize` builds a matching view of a text (NFKC, lower case,
   confusable folding, default-ignorable characters dropped, letter-spacing
@@ -67,7 +67,14 @@ class LineIndex:
     """Offset → (line, column), both 1-based, computed by bisection."""
 
     def __init__(self, text: str):
-        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self._text = text
+        self._starts: list[int] | None = None  # built on the first lookup: most texts have no finding
+
+    @property
+    def starts(self) -> list[int]:
+        if self._starts is None:
+            self._starts = [0] + [m.end() for m in re.finditer("\n", self._text)]
+        return self._starts
 
     def position(self, offset: int) -> tuple[int, int]:
         i = bisect.bisect_right(self.starts, offset) - 1
@@ -91,11 +98,29 @@ def mask_value(value: str, keep: int = 6) -> str:
     return "…"
 
 
+_LONG_RUN = re.compile(r"\S{7,}")
+
+
+def mask_runs(s: str) -> str:
+    """Mask every run of ≥ 7 non-space characters with :func:`mask_value`.
+
+    For excerpts of text that was not matched as a secret but may contain one
+    (format findings: long lines, blobs, repeated lines): whatever the run is,
+    at most 6 of its characters are shown.
+    """
+    return _LONG_RUN.sub(lambda m: mask_value(m.group()), s)
+
+
 _EXCERPT_CLEAN = str.maketrans({"\n": "⏎", "\r": " ", "\t": " "})
+
+
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def visible(s: str) -> str:
     """Make invisible/control characters printable as ``<U+XXXX>``."""
+    if s.isascii() and not _ASCII_CONTROL.search(s):
+        return s
     out = []
     for ch in s:
         cat = unicodedata.category(ch)
@@ -248,57 +273,129 @@ class View:
 # letters spaced out: "i g n o r e", "i.g.n.o.r.e", "i-g-n-o-r-e"
 _SPACED = re.compile(r"(?<![^\W\d_])(?:[^\W\d_][ \t.\-_*·|/]{1,2}){3,}[^\W\d_](?![^\W\d_])")
 # separators inserted between CJK characters: "忽 略", "忽*略"
-_CJK_GAP = re.compile(r"(?<=[\u3400-\u9fff])[ \t*_\-.·|/]{1,3}(?=[\u3400-\u9fff])")
+# (CJK character first, so that re's first-character scan applies; group 1 is removed)
+_CJK_GAP = re.compile(r"[\u3400-\u9fff]([ \t*_\-.·|/]{1,3})(?=[\u3400-\u9fff])")
 _ASCII_PRINT = re.compile(r"[\t\n\r -~]*")
 
 
-def _apply(view_text: str, omap: list[int] | None, pattern: re.Pattern, repl) -> tuple[str, list[int] | None]:
-    """Rewrite ``view_text`` with ``pattern`` (repl(match) -> str), keeping the map."""
-    if not pattern.search(view_text):
+def _apply(view_text: str, omap: list[int] | None, pattern: re.Pattern, repl, matches=None,
+           group: int = 0) -> tuple[str, list[int] | None]:
+    """Rewrite ``view_text`` at ``pattern``'s matches (or the given ``matches``), replacing
+    group ``group`` of each by ``repl(match)``, keeping the offset map."""
+    ms = list(pattern.finditer(view_text)) if matches is None else matches
+    if not ms:
         return view_text, omap
     base = omap if omap is not None else list(range(len(view_text)))
     parts: list[str] = []
     newmap: list[int] = []
     pos = 0
-    for m in pattern.finditer(view_text):
-        parts.append(view_text[pos:m.start()])
-        newmap.extend(base[pos:m.start()])
+    for m in ms:
+        s, e = m.span(group)
+        parts.append(view_text[pos:s])
+        newmap.extend(base[pos:s])
         rep = repl(m)
-        if rep == m.group():
+        if rep == view_text[s:e]:
             parts.append(rep)
-            newmap.extend(base[m.start():m.end()])
+            newmap.extend(base[s:e])
         else:
             # keep positions of the kept characters (letters), for spaced runs
-            kept = [i for i in range(m.start(), m.end()) if view_text[i] in rep] if rep else []
+            kept = [i for i in range(s, e) if view_text[i] in rep] if rep else []
             if len(kept) != len(rep):
-                kept = [m.start()] * len(rep)
+                kept = [s] * len(rep)
             parts.append(rep)
             newmap.extend(base[i] for i in kept)
-        pos = m.end()
+        pos = e
     parts.append(view_text[pos:])
     newmap.extend(base[pos:])
     return "".join(parts), newmap
 
 
+# Characters that may change under normalisation. ASCII, CJK ideographs, Hangul syllables and
+# ordinary kana never do (NFKC-stable, no case, no confusable), so they are skipped by one C-level
+# scan and only the remaining characters are looked up (cached per character).
+_MAYBE_SPECIAL = re.compile(r"[^\t\n\r -~\u3041-\u3096\u30a1-\u30fa\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]")
+
+
 def normalize(text: str, *, despace: bool = True) -> View:
     """NFKC + lower case + confusable folding + ignorables dropped (+ de-spacing)."""
-    m = _ASCII_PRINT.match(text)
-    if m and m.end() == len(text):
+    if text.isascii():
         out, omap = text.lower(), None
     else:
-        special = {ch: _norm_char(ch) for ch in set(text) if ord(ch) > 0x7E or ord(ch) < 0x20}
-        special = {k: v for k, v in special.items() if v != k}
-        if all(len(v) == 1 for v in special.values()):
-            out = text.translate({ord(k): v for k, v in special.items()}).lower()
+        specials = {ch for ch in set(_MAYBE_SPECIAL.findall(text))}
+        table = {}
+        for ch in specials:
+            r = _norm_char(ch)
+            if r != ch:
+                table[ch] = r
+        if not table:
+            out, omap = text.lower(), None
+        elif all(len(v) == 1 for v in table.values()):
+            get = table.get
+            out = _MAYBE_SPECIAL.sub(lambda m: get(m.group(), m.group()), text).lower()
             omap = None
-            if len(out) != len(text):  # lower() expanded something (e.g. 'İ')
-                out, omap = _slow_norm(text)
         else:
+            out, omap = _mapped_norm(text, table)
+        if omap is None and len(out) != len(text):  # lower() expanded something (e.g. 'İ')
             out, omap = _slow_norm(text)
     if despace:
-        out, omap = _apply(out, omap, _SPACED, lambda mm: re.sub(r"[ \t.\-_*·|/]", "", mm.group()))
-        out, omap = _apply(out, omap, _CJK_GAP, lambda mm: "")
+        if _SPACED_GATE.search(out):
+            out, omap = _apply(out, omap, _SPACED, lambda mm: re.sub(r"[ \t.\-_*·|/]", "", mm.group()),
+                               matches=_line_matches(_SPACED, _SPACED_GATE, out))
+        if _HAS_HAN.search(out):
+            out, omap = _apply(out, omap, _CJK_GAP, lambda mm: "", group=1)
     return View(out, omap, len(text))
+
+
+# cheap test before the (slower, look-behind first) spaced-letters rewrite: three single
+# letters each followed by a separator
+_SPACED_GATE = re.compile(r"(?:[^\W\d_][ \t.\-_*·|/]{1,2}){3}[^\W\d_]")
+
+
+_HAS_HAN = re.compile(r"[\u3400-\u9fff]")
+
+
+def _line_matches(pattern: re.Pattern, gate: re.Pattern, text: str, whole_max: int = 20_000):
+    """``pattern``'s matches, searched only on lines where ``gate`` matches when ``text`` is long
+    (``pattern`` must not match across a line break); None = search the whole text."""
+    if len(text) <= whole_max:
+        return None
+    out: list[re.Match] = []
+    last = -1
+    for g in gate.finditer(text):
+        if g.start() < last:
+            continue
+        ls = text.rfind("\n", 0, g.start()) + 1
+        le = text.find("\n", g.end())
+        le = len(text) if le < 0 else le
+        out.extend(pattern.finditer(text, ls, le))
+        last = le
+    return out
+
+
+def _mapped_norm(text: str, table: dict[str, str]) -> tuple[str, list[int]]:
+    """Apply ``table`` (some replacements not 1:1) and build the offset map segment by segment."""
+    parts: list[str] = []
+    omap: list[int] = []
+    pos = 0
+    for m in _MAYBE_SPECIAL.finditer(text):
+        r = table.get(m.group())
+        if r is None:
+            continue
+        i = m.start()
+        if i > pos:
+            parts.append(text[pos:i])
+            omap.extend(range(pos, i))
+        if r:
+            parts.append(r)
+            omap.extend([i] * len(r))
+        pos = i + 1
+    parts.append(text[pos:])
+    omap.extend(range(pos, len(text)))
+    out = "".join(parts)
+    low = out.lower()
+    if len(low) != len(out):
+        return _slow_norm(text)
+    return low, omap
 
 
 def _slow_norm(text: str) -> tuple[str, list[int]]:
@@ -329,7 +426,70 @@ _MORSE = {
 }
 
 # cheap substring gates: skip a decoder when its marker cannot occur
-ENCODED_GATES = {"percent": "%", "unicode-escape": "\\u", "morse": "-", "binary": "0"}
+ENCODED_GATES: dict[str, Any] = {
+    "percent": "%", "unicode-escape": "\\u",
+    # regex gates: a necessary sub-pattern that scans faster than the full pattern
+    "morse": re.compile(r"[.\-]{1,6}[ /][.\-]{1,6}[ /][.\-]{1,6}"),
+    "binary": re.compile(r"[01]{8}"),
+    "base32": re.compile(r"[A-Z2-7]{24}"),
+    # 16+ hex pairs: one 32-char run, or ≥ 4 runs, or a 12+-char run next to a separator
+    "hex": re.compile(r"[0-9A-Fa-f]{32}|(?:[0-9A-Fa-f]{2,}+[ :]){3}[0-9A-Fa-f]{2}|[0-9A-Fa-f]{12}[ :][0-9A-Fa-f]{2}"
+                      r"|[0-9A-Fa-f]{2}[ :][0-9A-Fa-f]{12}|\\x[0-9A-Fa-f]{2}"),
+}
+
+
+# shortest whitespace-free token each kind needs (hex with separators is handled by its gate)
+_MIN_TOKEN = {"base64": 20, "base32": 24}
+
+
+def longest_token(text: str) -> int:
+    """Length of the longest whitespace-delimited token (``str.split`` runs in C)."""
+    return max(map(len, text.split()), default=0)
+
+
+def encoded_matches(kind: str, pattern: re.Pattern, text: str, whole_max: int = 20_000,
+                    longest: int | None = None) -> list[re.Match]:
+    """``pattern.finditer(text)`` restricted to lines where the kind's gate matches.
+
+    Encoded payloads (base64, hex, binary, morse, ...) never span a line break, so on long
+    texts only the lines holding a gate hit are searched; short texts are searched whole.
+    """
+    if longest is not None and longest < _MIN_TOKEN.get(kind, 0):
+        return []
+    if kind == "hex" and longest is not None and longest < 12:
+        if not _HEX_SHORT_RUNS.search(text):  # no 32-run or 12-run possible: only ≥ 4 short runs
+            return []
+    elif not gate_open(kind, text):
+        return []
+    if len(text) <= whole_max:
+        return list(pattern.finditer(text))
+    gate = ENCODED_GATES.get(kind) or _B64_GATE
+    gate_re = re.compile(re.escape(gate)) if isinstance(gate, str) else gate
+    out: list[re.Match] = []
+    last_end = -1
+    for g in gate_re.finditer(text):
+        if g.start() < last_end:
+            continue
+        ls = text.rfind("\n", 0, g.start()) + 1
+        le = text.find("\n", g.end())
+        le = len(text) if le < 0 else le
+        out.extend(pattern.finditer(text, ls, le))
+        last_end = le
+    return out
+
+
+_HEX_SHORT_RUNS = re.compile(r"(?:[0-9A-Fa-f]{2,}+[ :]){3}[0-9A-Fa-f]{2}")
+_B64_GATE = re.compile(r"[A-Za-z0-9+/_-]{20}")
+
+
+def gate_open(kind: str, text: str) -> bool:
+    """False when the encoded-payload pattern ``kind`` cannot match ``text``."""
+    gate = ENCODED_GATES.get(kind)
+    if gate is None:
+        return True
+    if isinstance(gate, str):
+        return gate in text
+    return gate.search(text) is not None
 
 ENCODED_PATTERNS: list[tuple[str, re.Pattern]] = [
     ("base64", re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])")),
@@ -390,6 +550,8 @@ def decode_invisible_runs(text: str) -> list[tuple[int, int, str, str]]:
     Tag runs that form a subdivision flag (U+1F3F4 + tags + U+E007F) are skipped.
     """
     out = []
+    if text.isascii():
+        return out
     for m in _TAG_RUN.finditer(text):
         s = m.start()
         if s > 0 and text[s - 1] == "\U0001F3F4" and m.group().endswith("\U000E007F") and len(m.group()) <= 8:
@@ -431,45 +593,164 @@ except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 
-def _prefixes(items, acc: str, out: set, limit: int = 4) -> bool:
+def _prefixes(items, acc: str, out: set, limit: int = 4, min_len: int = 2) -> bool:
     """Collect the literal prefixes (≤ limit chars) every match must start with."""
     for i, (op, av) in enumerate(items):
         if len(acc) >= limit:
             out.add(acc)
             return True
-        if op is _sre_c.AT:
-            continue
+        if op is _sre_c.AT or op is _sre_c.ASSERT or op is _sre_c.ASSERT_NOT:
+            continue  # zero-width: the literal prefix still follows
         if op is _sre_c.LITERAL:
             acc += chr(av).lower()
             continue
+        if op is _sre_c.IN and 1 <= len(av) <= 8 and all(o is _sre_c.LITERAL for o, _ in av):
+            rest = list(items[i + 1:])  # (?:a|b) compiled to a character set
+            return all(_prefixes([(_sre_c.LITERAL, c)] + rest, acc, out, limit, min_len) for _, c in av)
         if op is _sre_c.SUBPATTERN:
             rest = list(items[i + 1:])
-            return _prefixes(list(av[-1]) + rest, acc, out, limit)
+            return _prefixes(list(av[-1]) + rest, acc, out, limit, min_len)
         if op is _sre_c.BRANCH:
             rest = list(items[i + 1:])
-            return all(_prefixes(list(alt) + rest, acc, out, limit) for alt in av[1])
+            return all(_prefixes(list(alt) + rest, acc, out, limit, min_len) for alt in av[1])
         break
-    if len(acc) >= 2 or (acc and ord(acc[0]) >= 0x2E80):
+    if len(acc) >= min_len or (acc and ord(acc[0]) >= 0x2E80):
         out.add(acc)
         return True
     return False
 
 
-def literal_anchors(pattern: re.Pattern) -> tuple[str, ...] | None:
-    """Lower-case literal prefixes one of which every match starts with; None if unknown."""
+def _parsed(pattern: re.Pattern) -> list | None:
     try:
         parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
     except Exception:  # pragma: no cover
         return None
+    return list(parsed.data if hasattr(parsed, "data") else parsed)
+
+
+def literal_anchors(pattern: re.Pattern, min_len: int = 2) -> tuple[str, ...] | None:
+    """Lower-case literal prefixes one of which every match starts with; None if unknown."""
+    data = _parsed(pattern)
     out: set[str] = set()
-    data = list(parsed.data if hasattr(parsed, "data") else parsed)
-    if not _prefixes(data, "", out):
+    if data is None or not _prefixes(data, "", out, min_len=min_len):
         return None
     return tuple(sorted(out))
 
 
+def _starts_at_boundary(items) -> bool:
+    """True when every match of the parsed pattern must start at a ``\\b`` word boundary."""
+    if not items:
+        return False
+    op, av = items[0]
+    if op is _sre_c.AT:
+        return av is _sre_c.AT_BOUNDARY
+    if op is _sre_c.SUBPATTERN:
+        return _starts_at_boundary(list(av[-1]))
+    if op is _sre_c.BRANCH:
+        return all(_starts_at_boundary(list(alt)) for alt in av[1])
+    return False
+
+
 def may_match(anchors: tuple[str, ...] | None, text: str) -> bool:
     return anchors is None or any(a in text for a in anchors)
+
+
+_WORD_START = re.compile(r"[a-z]+")
+
+
+class PatternSet:
+    """Run many regexes on a lower-cased view, each only where it can start.
+
+    Every pattern's literal prefixes are extracted once. Patterns that must
+    start at a word boundary with an ASCII-letter prefix are tried (with
+    ``pattern.match``) only at word starts whose first characters are one of
+    their prefixes; other patterns with prefixes are tried only where one of
+    their prefixes occurs (found by one character-class scan); patterns
+    without a usable prefix run with ``finditer``. The result equals
+    ``finditer`` for each pattern (leftmost, non-overlapping matches), but
+    the cost no longer grows with the number of patterns times the text size.
+    """
+
+    def __init__(self, patterns: list[re.Pattern]):
+        self.patterns = list(patterns)
+        self.word: dict[str, list[int]] = {}
+        self.char: dict[str, list[int]] = {}
+        self.always: list[int] = []
+        for i, pat in enumerate(self.patterns):
+            data = _parsed(pat)
+            word_mode = data is not None and _starts_at_boundary(data)
+            anchors = literal_anchors(pat, min_len=1)
+            if anchors is not None and not word_mode and any(len(a) == 1 and a.isascii() and a.isalnum() for a in anchors):
+                anchors = None  # a one-letter prefix anywhere would gate nothing
+            if anchors is None:
+                self.always.append(i)
+            elif word_mode:
+                # letter prefixes are looked up at word starts, others by the character scan
+                for a in anchors:
+                    (self.word if "a" <= a[0] <= "z" else self.char).setdefault(a, []).append(i)
+            else:
+                for a in anchors:
+                    self.char.setdefault(a, []).append(i)
+        self._mixed = {i for ids in self.word.values() for i in ids} & {i for ids in self.char.values() for i in ids}
+        self._word_lens = sorted({len(a) for a in self.word}, reverse=True)
+        self._char_lens = sorted({len(a) for a in self.char}, reverse=True)
+        self._char_scan = re.compile("[" + "".join(sorted({re.escape(a[0]) for a in self.char})) + "]") if self.char else None
+        self._wcache: dict[str, tuple[int, ...]] = {}
+        self._ccache: dict[str, tuple[int, ...]] = {}
+
+    @staticmethod
+    def _ids(key: str, table: dict[str, list[int]], lens: list[int], cache: dict) -> tuple[int, ...]:
+        found: set[int] = set()
+        for n in lens:
+            found.update(table.get(key[:n], ()))
+        ids = tuple(sorted(found))
+        if len(cache) > 200_000:
+            cache.clear()
+        cache[key] = ids
+        return ids
+
+    def finditer_all(self, text: str, only: set[int] | None = None) -> list[list[re.Match]]:
+        """Matches of every pattern (index-aligned with ``patterns``)."""
+        n = len(self.patterns)
+        cands: list[list[int]] = [[] for _ in range(n)]
+        for table, lens, cache, scan in ((self.word, self._word_lens, self._wcache, _WORD_START),
+                                         (self.char, self._char_lens, self._ccache, self._char_scan)):
+            if not table:
+                continue
+            width = lens[0]
+            get = cache.get
+            for m in scan.finditer(text):
+                p = m.start()
+                key = text[p:p + width]
+                ids = get(key)
+                if ids is None:
+                    ids = self._ids(key, table, lens, cache)
+                for i in ids:
+                    cands[i].append(p)
+        out: list[list[re.Match]] = [[] for _ in range(n)]
+        for i in range(n):
+            if only is not None and i not in only:
+                continue
+            pat = self.patterns[i]
+            if i in self.always:
+                out[i] = list(pat.finditer(text))
+                continue
+            ps = cands[i]
+            if not ps:
+                continue
+            if i in self._mixed and len(ps) > 1:
+                ps = sorted(set(ps))  # prefixes from both scans: merge (each scan alone is ordered)
+            last = -1
+            res = out[i]
+            match = pat.match
+            for p in ps:
+                if p < last:
+                    continue
+                m = match(text, p)
+                if m is not None:
+                    res.append(m)
+                    last = m.end() if m.end() > p else p + 1
+        return out
 
 
 def chunks(text: str, size: int = 4000) -> list[tuple[int, int]]:

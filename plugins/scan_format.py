@@ -14,6 +14,9 @@ Owns the rules:
 - ``format.oversized``        the whole document longer than ``max_document_chars`` (default 5 000 000)
 
 All severities are ``medium`` except replacement characters (``low``).
+Excerpts show at most the first 40 characters, with every run of seven or more
+non-space characters masked (``_scanutil.mask_runs``): a blob or long line may
+be a key, so never more than 6 characters of one are shown.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from collections import Counter
 
 from pipeline import hookimpl
 from pipeline.model import Finding
-from plugins._scanutil import LineIndex, make_finding, scan_options
+from plugins._scanutil import LineIndex, make_finding, mask_runs, scan_options
 
 KIND = "format"
 FORMAT_DEFAULTS = {
@@ -64,7 +67,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     if len(text) > max_doc:
         add("format.oversized", "medium", 0, 1, f"document has {len(text)} characters (limit {max_doc})")
     if len(text) > max_line:
-        for m in re.finditer(r"[^\n]{%d,}" % (max_line + 1), text):
+        # only line starts can begin a match ((?m)^): linear, not quadratic, on long lines
+        for m in re.finditer(r"(?m)^[^\n]{%d,}" % (max_line + 1), text):
             add("format.long-line", "medium", m.start(), m.end(), f"line of {m.end() - m.start()} characters (limit {max_line})")
     if len(text) > max_par:
         pos = 0
@@ -74,11 +78,12 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     f"paragraph of {m.start() - pos} characters (limit {max_par})")
             pos = m.end()
     if len(text) > max_blob:
-        for m in re.finditer(r"[A-Za-z0-9+/=_\-]{%d,}" % (max_blob + 1), text):
+        # the look-behind lets only run starts attempt a match (linear in the text length)
+        for m in re.finditer(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{%d,}" % (max_blob + 1), text):
             add("format.encoded-blob", "medium", m.start(), m.end(), f"encoded blob of {m.end() - m.start()} characters")
     if len(text) > max_run:
-        for m in re.finditer(r"(.)\1{%d,}" % max_run, text, re.S):
-            add("format.char-run", "medium", m.start(), m.end(), f"{m.end() - m.start()} repeated characters")
+        for s, e in _char_runs(text, max_run):
+            add("format.char-run", "medium", s, e, f"{e - s} repeated characters")
     lines = text.split("\n")
     if len(lines) >= max_rep:
         counts = Counter(ln for ln in lines if len(ln.strip()) >= 20)
@@ -93,8 +98,37 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     return out
 
 
+def _char_runs(text: str, max_run: int) -> list[tuple[int, int]]:
+    """Spans of more than ``max_run`` equal characters in a row.
+
+    A run that long covers three sample points ``p``, ``p + k/2``, ``p + k`` (``p`` a multiple
+    of ``k = max_run // 2``) holding the same character, so only the neighbourhoods of such
+    samples are searched with the regex: linear with a tiny constant on large documents.
+    """
+    pat = re.compile(r"(.)\1{%d,}" % max_run, re.S)
+    n = len(text)
+    k = max(2, max_run // 2)
+    if n < 8 * k:
+        return [(m.start(), m.end()) for m in pat.finditer(text)]
+    out: list[tuple[int, int]] = []
+    for p in range(0, n - k, k):
+        c = text[p]
+        if text[p + k] != c or text[p + k // 2] != c or (out and p < out[-1][1]):
+            continue
+        # the run holding p starts less than k before p (else an earlier sample had fired)
+        lo, hi = max(0, p - k - 1), min(n, p + k + max_run + 1)
+        while hi < n and text[hi - 1] == text[hi]:  # never cut a run at the window end
+            hi = min(n, hi + max_run)
+        for m in pat.finditer(text, lo, hi):
+            if not out or m.start() >= out[-1][1]:
+                out.append((m.start(), m.end()))
+    return out
+
+
 def _short(text: str, s: int, e: int) -> str:
-    body = text[s:min(e, s + 40)].replace("\n", "⏎")
+    """The first 40 characters of the span, with every run of ≥ 7 non-space characters
+    masked (a long line or blob may be a key: never more than 6 of its characters shown)."""
+    body = mask_runs(text[s:min(e, s + 40)]).replace("\n", "⏎")
     return body + ("…" if e - s > 40 else "") + f" ({e - s} chars)"
 
 

@@ -33,57 +33,62 @@ import re
 from pipeline import hookimpl
 from pipeline.model import Finding
 from plugins import _injection_rules as R
-from plugins._scanutil import (ENCODED_GATES, ENCODED_PATTERNS, _apply, chunks, literal_anchors, may_match, LineIndex, View, decode_encoded, decode_invisible_runs,
-                               make_finding, normalize, scan_options)
+from plugins._scanutil import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, _apply, decode_encoded,
+                               decode_invisible_runs, make_finding, normalize, scan_options)
 
 KIND = "injection"
 _LEET = str.maketrans("013457@$8", "oieastasb")
 _LEET_TOKEN = re.compile(r"\b(?=[a-z0-9@$]*[a-z])(?=[a-z0-9@$]*[0-9@$])[a-z0-9@$]{2,}\b")
+_LEET_GATE = re.compile(r"[a-z][0-9@$]|[0-9@$][a-z]")  # a letter next to a digit/@/$: cheap test first
 _INWORD_HYPHEN = re.compile(r"(?<=[a-z])-{1,4}(?=[a-z])")
 _REVERSED_HINT = re.compile(r"snoitcurtsni|erongi|tpmorp|suoiverp|drager")
 
 
-_EN = [(rule, sev, msg, pat, literal_anchors(pat)) for rule, sev, msg, pat in R.EN_STRONG]
-_ZH = [(rule, sev, msg, pat, literal_anchors(pat)) for rule, sev, msg, pat in R.ZH_STRONG]
-_SIG = [(name, pat, literal_anchors(pat)) for name, pat in R.SIGNALS]
-_OVERLAP = 600  # matches may run this far past a chunk end
+# One PatternSet per family: each rule is tried only where one of its literal
+# prefixes occurs (word starts for English), so the cost does not grow with
+# the number of rules times the text length.
+_EN = list(R.EN_STRONG)
+_ZH = list(R.ZH_STRONG)
+# English strong rules, the two template parts and the weak signals share one
+# PatternSet (one word-start scan per text); Chinese rules have their own.
+_N_EN = len(_EN)
+_TEMPLATE_IDX = (_N_EN, _N_EN + 1)
+_SIG0 = _N_EN + 2
+_EN_SET = PatternSet([pat for _, _, _, pat in _EN] + R.TEMPLATE_PARTS + [pat for _, pat in R.SIGNALS])
+_ZH_SET = PatternSet([pat for _, _, _, pat in _ZH])
+_LEET_RULES = ("injection.override", "injection.disclosure", "injection.persona", "injection.new-instructions")
+_LEET_ONLY = {i for i, (rule, _, _, _) in enumerate(_EN) if rule in _LEET_RULES}
+_STRONG_ONLY = set(range(_SIG0))
 
 
-def _gated(pat, anchors, vt: str, spans) -> list:
-    """finditer restricted to chunks that contain one of the rule's literal anchors."""
-    if len(spans) == 1:
-        return list(pat.finditer(vt)) if may_match(anchors, vt) else []
-    out, last_end = [], -1
-    for cs, ce in spans:
-        if not may_match(anchors, vt[cs:min(len(vt), ce + _OVERLAP)]):
-            continue
-        for m in pat.finditer(vt, cs, min(len(vt), ce + _OVERLAP)):
-            if m.start() >= ce or m.start() < last_end:
-                continue
-            out.append(m)
-            last_end = m.end()
-    return out
-
-
-def _strong_hits(vt: str, cjk: bool) -> list[tuple[str, str, str, int, int]]:
+def _strong_hits(vt: str, cjk: bool, only_en: set[int] | None = None, res=None) -> list[tuple[str, str, str, int, int]]:
     """(rule, severity, message, start, end) for every strong rule match in a view text."""
-    spans = chunks(vt)
     hits = []
-    for rule, sev, msg, pat, anchors in _EN + (_ZH if cjk else []):
-        for m in _gated(pat, anchors, vt, spans):
+    if res is None:
+        res = _EN_SET.finditer_all(vt, only_en if only_en is not None else _STRONG_ONLY)
+    for i, (rule, sev, msg, _) in enumerate(_EN):
+        for m in res[i]:
             hits.append((rule, sev, msg, m.start(), m.end()))
-    for m in R.TEMPLATE.finditer(vt):
-        hits.append(("injection.template", "high" if "|" in m.group() or "[" in m.group() or "<" in m.group()
-                     else "medium", "chat-template / role delimiter", m.start(), m.end()))
+    for i in _TEMPLATE_IDX:
+        for m in res[i]:
+            g = m.group()
+            hits.append(("injection.template", "high" if "|" in g or "[" in g or "<" in g else "medium",
+                         "chat-template / role delimiter", m.start(), m.end()))
+    if cjk:
+        zres = _ZH_SET.finditer_all(vt)
+        for i, (rule, sev, msg, _) in enumerate(_ZH):
+            for m in zres[i]:
+                hits.append((rule, sev, msg, m.start(), m.end()))
     return hits
 
 
-def _signal_hits(vt: str) -> list[tuple[int, int, str]]:
+def _signal_hits(vt: str, res=None) -> list[tuple[int, int, str]]:
     """Windows whose distinct weak jailbreak signals reach the score: (start, end, names)."""
+    if res is None:
+        res = _EN_SET.finditer_all(vt, set(range(_SIG0, len(_EN_SET.patterns))))
     events = []
-    spans = chunks(vt)
-    for name, pat, anchors in _SIG:
-        for m in _gated(pat, anchors, vt, spans):
+    for k, (name, _) in enumerate(R.SIGNALS):
+        for m in res[_SIG0 + k]:
             events.append((m.start(), m.end(), name))
     names_all = {e[2] for e in events}
     if len(names_all) < R.SIGNAL_MIN or sum(R.SIGNAL_WEIGHT.get(n, 1) for n in names_all) < R.SIGNAL_SCORE:
@@ -104,16 +109,54 @@ def _signal_hits(vt: str) -> list[tuple[int, int, str]]:
     return out
 
 
+# vocabulary of the rules the leet pass re-runs: a leet token matters only when its de-leeted
+# form shares a 4-letter sequence with it ("pr3v10u5" → "previous"; not "covid19", "gpt4", "h2o")
+_LEET_VOCAB4 = frozenset(w[i:i + 4] for rule, _, _, pat in R.EN_STRONG if rule in (
+    "injection.override", "injection.disclosure", "injection.persona", "injection.new-instructions")
+    for w in re.findall(r"[a-z]{4,}", pat.pattern) for i in range(len(w) - 3))
+
+
+def _leet_relevant(tok: str) -> bool:
+    tr = tok.translate(_LEET)
+    return any(tr[i:i + 4] in _LEET_VOCAB4 for i in range(len(tr) - 3))
+
+
+_WINDOW_PAD = 400
+_WHOLE_TEXT_MAX = 4000
+
+
+def _windows(vt: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Merged windows (± _WINDOW_PAD, widened to whitespace) around ``spans``; the whole
+    text when it is short."""
+    if not spans:
+        return []
+    if len(vt) <= _WHOLE_TEXT_MAX:
+        return [(0, len(vt))]
+    out: list[list[int]] = []
+    for s, e in spans:
+        ws, we = max(0, s - _WINDOW_PAD), min(len(vt), e + _WINDOW_PAD)
+        sp = vt.rfind(" ", 0, ws) if ws else -1
+        ws = sp + 1 if sp >= 0 and ws - sp < 40 else ws
+        sp = vt.find(" ", we)
+        we = sp if 0 <= sp and sp - we < 40 else we
+        if out and ws <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], we)
+        else:
+            out.append([ws, we])
+    return [(a, b) for a, b in out]
+
+
 def _payload_is_injection(decoded: str) -> tuple[str, str] | None:
     v = normalize(decoded)
     vt = v.text
     cjk = bool(R.HAS_CJK.search(vt))
     if cjk:
-        vt = vt.translate(R.T2S)
-    hits = _strong_hits(vt, cjk)
+        vt = R.to_simplified(vt)
+    res = _EN_SET.finditer_all(vt)
+    hits = _strong_hits(vt, cjk, res=res)
     if hits:
         return hits[0][0], hits[0][2]
-    if _signal_hits(vt):
+    if _signal_hits(vt, res=res):
         return "injection.jailbreak", "jailbreak signals"
     return None
 
@@ -123,13 +166,13 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     index = LineIndex(text)
     findings: list[Finding] = []
     view: View = normalize(text)
-    if _INWORD_HYPHEN.search(view.text):  # "i-nstruction", "as-sistant"
+    if "-" in view.text and _INWORD_HYPHEN.search(view.text):  # "i-nstruction", "as-sistant"
         t2, m2 = _apply(view.text, view.omap, _INWORD_HYPHEN, lambda m: "")
         view = View(t2, m2, len(text))
     vt = view.text
     cjk = bool(R.HAS_CJK.search(vt))
     if cjk:
-        vt = vt.translate(R.T2S)
+        vt = R.to_simplified(vt)
 
     def add(rule, sev, msg, start, end, mapped=False, excerpt_text=None):
         s, e = (start, end) if mapped else view.span(start, end)
@@ -138,32 +181,35 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if f is not None:
             findings.append(f)
 
-    for rule, sev, msg, s, e in _strong_hits(vt, cjk):
+    res = _EN_SET.finditer_all(vt)
+    for rule, sev, msg, s, e in _strong_hits(vt, cjk, res=res):
         add(rule, sev, msg, s, e)
-    for s, e, names in _signal_hits(vt):
+    for s, e, names in _signal_hits(vt, res=res):
         add("injection.jailbreak", "high", f"jailbreak signals: {names}", s, min(e, s + 200))
 
-    # leetspeak view (same length as vt, so the same map applies)
-    if _LEET_TOKEN.search(vt):
-        leet = _LEET_TOKEN.sub(lambda m: m.group().translate(_LEET), vt)
-        if leet != vt:
-            for rule, sev, msg, s, e in _strong_hits(leet, False):
-                if rule in ("injection.override", "injection.disclosure", "injection.persona",
-                            "injection.new-instructions"):
-                    add("injection.encoded", "high", f"leetspeak-obfuscated: {msg}", s, e)
+    # leetspeak view (same length as vt, so the same map applies); on long texts only the
+    # windows around leet tokens are re-scanned, so the cost does not double
+    if _LEET_GATE.search(vt):
+        toks = [(m.start(), m.end()) for m in _LEET_TOKEN.finditer(vt) if _leet_relevant(m.group())]
+        for ws, we in _windows(vt, toks):
+            part = vt[ws:we]
+            leet = _LEET_TOKEN.sub(lambda m: m.group().translate(_LEET), part)
+            if leet == part:
+                continue
+            for rule, sev, msg, s, e in _strong_hits(leet, False, _LEET_ONLY):
+                if rule in _LEET_RULES:
+                    add("injection.encoded", "high", f"leetspeak-obfuscated: {msg}", ws + s, ws + e)
 
-    # reversed text
-    if _REVERSED_HINT.search(vt):
-        rev = vt[::-1]
+    # reversed text (windows around reversed keywords on long texts)
+    for ws, we in _windows(vt, [(m.start(), m.end()) for m in _REVERSED_HINT.finditer(vt)]):
+        rev = vt[ws:we][::-1]
         for rule, sev, msg, s, e in _strong_hits(rev, False):
-            add("injection.encoded", "high", f"reversed text: {msg}", len(vt) - e, len(vt) - s)
+            add("injection.encoded", "high", f"reversed text: {msg}", we - e, we - s)
 
     # encoded payloads on the original text
+    longest = longest_token(text)
     for enc, pat in ENCODED_PATTERNS:
-        gate = ENCODED_GATES.get(enc)
-        if gate and gate not in text:
-            continue
-        for m in pat.finditer(text):
+        for m in encoded_matches(enc, pat, text, longest=longest):
             dec = decode_encoded(enc, m.group())
             if not dec:
                 continue

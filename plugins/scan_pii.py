@@ -35,6 +35,10 @@ RIC = re.compile(r"(?<![0-9A-Za-z])([1-9]\d{5}(?:18|19|20)\d{2}\d{2}\d{2}\d{3}[0
 CARD = re.compile(r"(?<![\d\-.])((?:\d[ \-]?){12,18}\d)(?![\d\-]|\.\d)")
 MOBILE = re.compile(r"(?<![\d+])((?:(?:\+|00)86[ \-]?)?1[3-9]\d(?:[ \-]?\d{4}){2})(?!\d)")
 EMAIL = re.compile(r"(?<![\w.+\-])([A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,24})\b")
+# digit-first necessary sub-patterns: fast tests before the look-behind-first patterns
+_RIC_GATE = re.compile(r"\d{17}")
+_CARD_GATE = re.compile(r"(?:\d[ \-]?){12}\d")
+_MOBILE_GATE = re.compile(r"1[3-9]\d")  # literal-first: a fast test before the look-behind-first MOBILE
 CARD_CONTEXT = re.compile(r"(?i)卡号|银行卡|信用卡|借记卡|储蓄卡|银联|card|visa|master|amex|unionpay|account\s*(?:no|number)|账号|帳號|卡號")
 
 
@@ -97,10 +101,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if f is not None:
             out.append(f)
 
-    for m in RIC.finditer(vt):
+    for m in (RIC.finditer(vt) if _RIC_GATE.search(vt) else ()):
         if ric_valid(m.group(1)):
             add("pii.cn-resident-id", "high", m.start(1), m.end(1), "Chinese resident ID number")
-    for m in CARD.finditer(vt):
+    for m in (CARD.finditer(vt) if _CARD_GATE.search(vt) else ()):
         raw = m.group(1)
         d = re.sub(r"[ \-]", "", raw)
         # grouped numbers must use regular groups (4-4-4-4…, 4-6-5) to count as one card
@@ -110,9 +114,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             ctx = vt[max(0, m.start() - 40):m.start()]
             add("pii.bank-card", "high" if CARD_CONTEXT.search(ctx) else "medium", m.start(1), m.end(1),
                 "bank card number (Luhn-valid)")
-    for m in MOBILE.finditer(vt):
+    for m in (MOBILE.finditer(vt) if _MOBILE_GATE.search(vt) else ()):
         add("pii.cn-mobile", "medium", m.start(1), m.end(1), "mainland China mobile number")
-    for m in EMAIL.finditer(vt):
+    for m in (EMAIL.finditer(vt) if "@" in vt else ()):
         add("pii.email", "low", m.start(1), m.end(1), "e-mail address")
     out.sort(key=lambda f: f.offset)
     return out

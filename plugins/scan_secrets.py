@@ -8,7 +8,8 @@ Owns the rules ``secret.*``: provider keys (``aws-access-key``,
 ``npm-token``, ``pypi-token``, ``sendgrid-key``, ``mailchimp-key``,
 ``telegram-bot-token``, ``discord-bot-token``, ``square-token``,
 ``facebook-token``, ``sourcegraph-token``, ``notion-token``,
-``onepassword-token``, ``vault-token``, ``artifactory-key``, ``twilio-key``),
+``onepassword-token``, ``vault-token``, ``artifactory-key``, ``twilio-key``,
+``softlayer-key``),
 ``private-key`` (PEM/PGP/PuTTY blocks with a body), ``jwt`` (header must
 decode to JSON), ``url-credentials`` (``scheme://user:pass@host``),
 ``connection-string`` (``Password=`` in ADO/JDBC strings),
@@ -17,6 +18,10 @@ decode to JSON), ``url-credentials`` (``scheme://user:pass@host``),
 私钥 and ``：``), ``high-entropy`` (random-looking tokens, with filters for
 UUIDs, lock-file/checksum hashes, URLs and placeholders such as ``xxxx`` or
 ``<your-key>``).
+
+A value a provider rule rejects as a dummy (placeholder, sequential ids) is
+not re-reported by the generic rules; provider rules are gated by literal
+markers and, on long texts, search only the lines that hold one.
 
 Provider formats follow gitleaks (MIT) and detect-secrets (Apache-2.0) rule
 definitions; no code is copied from AGPL sources.
@@ -44,8 +49,11 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.azure-storage-key", "high", re.compile(r"AccountKey=([A-Za-z0-9+/]{86}==)"), 1),
     ("secret.azure-client-secret", "high", re.compile(r"(?<![\w~.-])([A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34})(?![\w~.-])"), 1),
     ("secret.github-token", "high", re.compile(_B + r"((?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{82})" + _E), 1),
-    ("secret.gitlab-token", "high", re.compile(_B + r"(gl(?:pat|ptt|rt|dt|cbt|oas|agent|soat|ft|imt|ffct|rtr)-[A-Za-z0-9_\-.]{20,}"
-                                                 r"|GR1348941[A-Za-z0-9_\-]{20,})"), 1),
+    # GitLab token lengths per prefix (detect-secrets / gitleaks shapes); routable tokens end in ".<9 chars>"
+    ("secret.gitlab-token", "high", re.compile(_B + r"((?:glpat|gldt|glft|glsoat|glrt|glrtr|glffct)-[A-Za-z0-9_\-]{20,50}(?:\.[A-Za-z0-9]{9})?"
+                                                 r"|glcbt-(?:[0-9a-fA-F]{1,5}_)?[A-Za-z0-9_\-]{20,50}|glimt-[A-Za-z0-9_\-]{25}"
+                                                 r"|glptt-[0-9a-fA-F]{40}|glagent-[A-Za-z0-9_\-]{50,1024}|gloas-[A-Za-z0-9_\-]{64}"
+                                                 r"|GR1348941[A-Za-z0-9_\-]{20,50})(?![\w\-])"), 1),
     ("secret.slack-token", "high", re.compile(_B + r"(xox[abposrce]-(?:\d+-)?[0-9A-Za-z-]{10,}|xoxe\.xox[bp]-\d-[A-Za-z0-9]{100,})"), 1),
     ("secret.slack-webhook", "high", re.compile(r"(hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,})"), 1),
     ("secret.stripe-key", "high", re.compile(_B + r"((?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{10,99})" + _E), 1),
@@ -69,8 +77,48 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.vault-token", "high", re.compile(_B + r"(hvs\.[A-Za-z0-9_\-]{90,}|hvb\.[A-Za-z0-9_\-]{90,})"), 1),
     ("secret.artifactory-key", "high", re.compile(_B + r"(AKCp[A-Za-z0-9]{69}|cmVmd[A-Za-z0-9]{59})" + _E), 1),
     ("secret.twilio-key", "high", re.compile(_B + r"((?:AC|SK)[0-9a-f]{32})" + _E), 1),
+    ("secret.softlayer-key", "high", re.compile(r"api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/([a-z0-9]{64})" + _E, re.I), 1),
     ("secret.intra42-secret", "high", re.compile(_B + r"(s-s4t2(?:ud|af)-[a-f0-9]{64})" + _E), 1),
 ]
+
+# Cheap substring gates: a provider rule runs only when one of its literal
+# markers occurs in the text (a C-level ``in`` test instead of a regex scan).
+PROVIDER_GATES: dict[str, tuple[str, ...]] = {
+    "secret.aws-access-key": ("A3T", "AKIA", "ASIA", "ABIA", "ACCA"),
+    "secret.aws-bedrock-key": ("ABSK",),
+    "secret.gcp-api-key": ("AIza",),
+    "secret.azure-storage-key": ("AccountKey=",),
+    "secret.azure-client-secret": ("Q~",),
+    "secret.github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "secret.gitlab-token": ("gl", "GR1348941"),
+    "secret.softlayer-key": ("softlayer",),
+    "secret.slack-token": ("xox",),
+    "secret.slack-webhook": ("hooks.slack.com",),
+    "secret.stripe-key": ("_live_", "_test_", "_prod_"),
+    "secret.openai-key": ("sk-",),
+    "secret.anthropic-key": ("sk-ant-",),
+    "secret.alibaba-access-key": ("LTAI",),
+    "secret.tencent-secret-id": ("AKID",),
+    "secret.huggingface-token": ("hf_", "api_org_"),
+    "secret.npm-token": ("npm_",),
+    "secret.pypi-token": ("pypi-AgE",),
+    "secret.sendgrid-key": ("SG.",),
+    "secret.mailchimp-key": ("-us",),
+    "secret.telegram-bot-token": (":AA",),
+    "secret.square-token": ("sq0",),
+    "secret.discord-bot-token": (".x.",),  # set by _DISCORD_GATE
+    "secret.facebook-token": ("EAA", "|", "%7C"),
+    "secret.sourcegraph-token": ("sgp_",),
+    "secret.notion-token": ("ntn_",),
+    "secret.onepassword-token": ("ops_eyJ",),
+    "secret.vault-token": ("hvs.", "hvb."),
+    "secret.artifactory-key": ("AKCp", "cmVmd"),
+    "secret.twilio-key": ("AC", "SK"),
+    "secret.intra42-secret": ("s-s4t2",),
+}
+
+_DISCORD_GATE = re.compile(r"\.[A-Za-z\d_\-]{6}\.")  # id.timestamp.hmac: two dots six characters apart
+_ALL_GATES = frozenset(x for gates in PROVIDER_GATES.values() for x in gates)
 
 PRIVATE_KEY = re.compile(
     r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----(.*?)(?:-----END[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----|\Z)"
@@ -78,9 +126,11 @@ PRIVATE_KEY = re.compile(
 JWT = re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})")
 URL_CRED = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://([^\s:/@'\"<>]{1,64}):([^\s/@'\"<>]{2,128})@[\w.\-]+")
 CONN_STR = re.compile(r"(?i)(?:^|[;\s\"'?&])(?:password|pwd)\s*=\s*([^;'\"\s&]{3,})")
-CURL = re.compile(r"\bcurl\b[^\n]*?(?:\s-u|\s--user)\s+(['\"]?)([^\s'\":]+)\1:(['\"]?)([^\s'\"]{2,})\3")
+# curl -u user:pass, also 'user:pass' quoted as one word and after "\" line continuations
+CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n)*?(?:\s-u|\s--user)\s+(?:(['\"])([^\s'\":<>]+):([^\s'\"<>]{2,})\1"
+                  r"|(['\"]?)([^\s'\":<>]+)\4:(['\"]?)([^\s'\"<>]{2,})\6)")
 
-_KEYWORDS = (r"(?:passw(?:or)?d|passwd|pwd|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
+_KEYWORDS = (r"(?:passw(?:or)?d|passwd|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
              r"private[_\-.]?key|priv[_\-.]?key|client[_\-.]?secret|credentials?|db[_\-.]?pass|account[_\-.]?key|"
              r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|contrase[ñn]a|authorization)")
 _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥|安全密钥|密碼|金鑰|密鑰|權杖)"
@@ -90,12 +140,26 @@ ASSIGN = re.compile(
     r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)|(?P<uv>[^\s,;\"'`\n()]{1,200}(?:[ ][^\s,;\"'`\n]+){0,6}))",
     re.I)
 KEYWORD_FIND = re.compile(_KEYWORDS + "|" + _ZH_KEYS, re.I)
+KEYWORD_FIND_LOWER = re.compile(_KEYWORDS + "|" + _ZH_KEYS)  # on text.lower(): no IGNORECASE, much faster
 REVERSE_ASSIGN = re.compile(r"([\"'`])(?P<qv>[^\"'`\n]{4,200})\1\s*(?:===|!==|==|!=)\s*[\w.]*" + _KEYWORDS, re.I)
+# compound key names ending in "key" (ibm_iam_key, cloudant-key, artif-key): bare "key" is too
+# common in prose and code, so the value must look machine-generated (≥ 16 token characters)
+KEY_SUFFIX_ASSIGN = re.compile(
+    r"(?i)(?<![\w.\-])(?P<key>[a-z][\w.\-]*[_\-.]key)(?P<kq>[\"'`]?)\s*(?::=|=>|=|:)\s*(?P<q>[\"'`]?)"
+    r"(?P<v>[A-Za-z0-9_\-+/=.~]{16,200})(?P=q)(?![A-Za-z0-9_\-+/=.~])")
 ZH_ASSIGN = re.compile(_ZH_KEYS + r"(?:\s*(?:[:：=]|是|为|為)\s*)(?P<uv>[!-~]{4,128})")
 
 ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-/+.=])([A-Za-z0-9_\-+/]{20,100}={0,2})(?![A-Za-z0-9_\-/+=])")
 HEX_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-/.])([0-9a-fA-F]{32,64})(?![A-Za-z0-9_\-/])")
 URL = re.compile(r"\b(?:https?|ftp|file|s3|gs)://[^\s)\]>\"']+|\bdata:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
+PUBLIC_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*(?:PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?|SIGNATURE)-----"
+                          r"[\s\S]*?(?:-----END [A-Z0-9 ]*-----|\Z)")
+# prefixes owned by provider rules: a token with one of them that the provider rule rejected is not
+# re-reported by the generic entropy rule
+PROVIDER_PREFIX = re.compile(r"(?:sk-ant-|sk-(?:proj|svcacct|admin)-|gh[pousr]_|github_pat_|gl(?:pat|ptt|rt|dt|cbt|oas|agent|soat|ft|imt|ffct|rtr)-|"
+                             r"xox[abposrce]-|sgp_|ntn_|hvs\.|hvb\.|npm_|pypi-|sq0(?:csp|atp)-|hf_|api_org_|AKID|LTAI|AIza|ABSK|"
+                             r"(?:sk|rk)_(?:live|test|prod)_|ops_eyJ|s-s4t2)")
+_HEX_KEY = re.compile(r"([\w.\-]+)[\"'`]?\s*(?::=|=>|=|:)\s*[\"'`]?$")
 UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 HASH_CONTEXT = re.compile(r"(?i)(?:md5|sha\d*|checksum|chksum|hash|digest|integrity|commit|etag|rev(?:ision)?|"
                           r"version|resolved|nonce|salt|fingerprint|uuid|guid|_id\b|\bid\b|csrf|xsrf)[\w\-]*\W{0,4}$")
@@ -103,15 +167,38 @@ PLACEHOLDER = re.compile(
     r"(?i)^(?:<[^>]*>|\{\{.*\}\}|\$\{.*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\(?\w*\)?s|%[A-Z_]+%|\[[A-Z _-]+\]|"
     r"\*+|x{4,}|(.)\1{5,}|null|none|nil|true|false|undefined|changeme|change_me|password|passwd|secret|"
     r"empty|required|optional|string|str|int|bool|value|\.\.\.|…|todo|tbd|n/a)$")
-PLACEHOLDER_SUB = re.compile(r"(?i)x{5,}|\*{4,}|your[_\- ]?|<[a-z_\- ]+>|example|sample|dummy|fake|placeholder|insert[_\- ]|"
-                             r"replace[_\- ]?me|redacted|changeme|\.\.\.\.|0{8,}|1234567|abcdef(?:gh)?|here\b")
+PLACEHOLDER_SUB = re.compile(r"(?i)x{5,}|(.)\1{7,}|\*{4,}|your[_\- ]?|<[a-z_\- ]+>|example|sample|dummy|fake|placeholder|insert[_\- ]|"
+                             r"replace[_\- ]?me|redacted|changeme|\.\.\.\.|0{8,}|here\b")
 CODE_REF = re.compile(r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*(?:\(\))?$|^[A-Za-z_]\w*\(.*\)?$|^[A-Z_][A-Z0-9_]{2,}$|"
                       r"^(?:os\.environ|process\.env|getenv|env)\b")
+
+
+_NEGATED_KEY = re.compile(r"(?i)^(?:not|no|non|is|has|use|enable|disable)[_\-]")
+_AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey")
+_SLUG = re.compile(r"[a-z]{3,}(?:[\-_][a-z]{3,})+")
 
 
 def _placeholder(v: str) -> bool:
     v = v.strip()
     return bool(PLACEHOLDER.match(v) or PLACEHOLDER_SUB.search(v))
+
+
+_ALPHA = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _alpha_run(v: str, n: int = 6) -> bool:
+    """True when ``v`` contains ``n`` consecutive letters of the alphabet (``mnopqr``): a typed dummy."""
+    low = v.lower()
+    return any(low[i:i + n] in _ALPHA for i in range(len(low) - n + 1) if low[i].isalpha())
+
+
+_WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}(?![a-z])")
+
+
+def _wordy(v: str) -> bool:
+    """CamelCase / snake_case word concatenations (CSS classes, identifiers), not random tokens."""
+    covered = sum(len(m.group()) for m in _WORDY.finditer(v) if re.search(r"[aeiouy]", m.group(), re.I))
+    return covered >= 0.6 * len(v)
 
 
 def _sequential(v: str) -> bool:
@@ -141,6 +228,58 @@ def _value_ok(v: str, *, quoted: bool) -> bool:
     return True
 
 
+_WHOLE_TEXT_MAX = 20_000
+
+
+def _on_lines(pat: re.Pattern, text: str, needles: tuple[str, ...], hay: str | None = None):
+    """Matches of a single-line pattern, searched only when one of ``needles`` occurs in ``hay``
+    (``text`` or a same-length view of it) and, on long texts, only on the lines holding one."""
+    hay = text if hay is None else hay
+    if not any(x in hay for x in needles):
+        return
+    if len(text) <= _WHOLE_TEXT_MAX:
+        yield from pat.finditer(text)
+        return
+    spans = set()
+    for x in needles:
+        i = hay.find(x)
+        while i >= 0:
+            ls = hay.rfind("\n", 0, i) + 1
+            le = hay.find("\n", i)
+            le = len(hay) if le < 0 else le
+            spans.add((ls, le))
+            i = hay.find(x, le)
+    last = -1
+    for ls, le in sorted(spans):
+        if ls < last:
+            continue
+        yield from pat.finditer(text, ls, le)
+        last = le
+
+
+def _provider_matches(pat: re.Pattern, text: str, gates: tuple[str, ...] | None):
+    """``pat.finditer(text)``; on long texts only on the lines holding one of the gate strings
+    (provider keys never span a line break)."""
+    if not gates or ".x." in gates:
+        yield from pat.finditer(text)
+        return
+    spans: list[tuple[int, int]] = []
+    for gs in gates:
+        i = text.find(gs)
+        while i >= 0:
+            ls = text.rfind("\n", 0, i) + 1
+            le = text.find("\n", i)
+            le = len(text) if le < 0 else le
+            spans.append((ls, le))
+            i = text.find(gs, le)
+    last = -1
+    for ls, le in sorted(set(spans)):
+        if ls < last:
+            continue
+        yield from pat.finditer(text, ls, le)
+        last = le
+
+
 def scan_text(text: str, settings=None) -> list[Finding]:
     opts = scan_options(settings or {})
     index = LineIndex(text)
@@ -153,52 +292,107 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     def add(rule: str, sev: str, s: int, e: int, msg: str) -> None:
         if e <= s or overlaps(s, e):
             return
+        if rule in ("secret.password-assignment", "secret.high-entropy") and any(
+                s < re_ and rs < e for rs, re_ in rejected):
+            return  # the provider rule that owns this shape judged it a dummy
         f = make_finding(text, index, opts, kind=KIND, rule=rule, severity=sev, start=s, end=e, message=msg,
                          secret=True, redact=True)
         taken.append((s, e))
         if f is not None:
             out.append(f)
 
-    for m in PRIVATE_KEY.finditer(text):
+    gated = PRIVATE_KEY.finditer(text) if ("PRIVATE KEY" in text or "PuTTY-User-Key" in text) else ()
+    for m in gated:
         body = m.group(1) if m.group(1) is not None else (m.group(2) or "")
         if len(re.sub(r"\s|-----.*?-----|^[\w-]+:.*$", "", body, flags=re.M)) >= 16:
             add("secret.private-key", "high", m.start(), m.end(), "private key block")
+    rejected: list[tuple[int, int]] = []  # provider-shaped values judged to be dummies
+    present = {x for x in _ALL_GATES if x in text}
+    if _DISCORD_GATE.search(text):
+        present.add(".x.")
     for rule, sev, pat, g in PROVIDERS:
-        for m in pat.finditer(text):
+        gates = PROVIDER_GATES.get(rule)
+        if gates is not None and present.isdisjoint(gates):
+            continue
+        for m in _provider_matches(pat, text, gates if len(text) > _WHOLE_TEXT_MAX else None):
             tok = m.group(g)
             if _placeholder(tok[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3:
+                rejected.append((m.start(g), m.end(g)))
                 continue
+            if rule == "secret.slack-token":
+                nums = re.findall(r"-(\d+)(?=-)", tok)
+                if nums and all(_sequential(x) for x in nums):
+                    rejected.append((m.start(g), m.end(g)))
+                    continue  # xoxp-1234-1234-1234-…: dummy ids
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
-    for m in JWT.finditer(text):
+    for m in _on_lines(JWT, text, ("eyJ",)):
         if _jwt_ok(m.group(1)):
             add("secret.jwt", "high", m.start(1), m.end(1), "JSON Web Token")
-    for m in URL_CRED.finditer(text):
+    for m in _on_lines(URL_CRED, text, ("://",)):
         pw = m.group(2)
         if not _placeholder(pw) or pw.lower() in ("password", "passwd"):
             if not (pw.startswith("$") or pw.startswith("%") or pw.startswith("{{") or pw.startswith("<")):
                 add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials in URL")
-    for m in CONN_STR.finditer(text):
+    # U+0130 is the one character whose lower case is two characters long
+    low = (text.replace("\u0130", "I") if "\u0130" in text else text).lower()
+    for m in _on_lines(CONN_STR, text, ("pwd", "password"), low):
         if _value_ok(m.group(1), quoted=False):
             add("secret.connection-string", "high", m.start(1), m.end(1), "password in connection string")
-    for m in CURL.finditer(text):
-        pw = m.group(4)
+    for m in (CURL.finditer(text) if "curl" in text else ()):
+        g = 3 if m.group(3) is not None else 7
+        pw = m.group(g)
         if len(pw) >= 6 and not pw.startswith("$") and _value_ok(pw, quoted=True):
-            add("secret.curl-credentials", "high", m.start(4), m.end(4), "credentials on a curl command line")
-    lines: list[tuple[int, int]] = []
-    for km in KEYWORD_FIND.finditer(text):
-        ls = text.rfind("\n", 0, km.start()) + 1
-        if lines and lines[-1][0] == ls:
+            add("secret.curl-credentials", "high", m.start(g), m.end(g), "credentials on a curl command line")
+    kw_iter = KEYWORD_FIND_LOWER.finditer(low) if len(low) == len(text) else KEYWORD_FIND.finditer(text)
+    # ASSIGN is tried only where a key containing a keyword starts (the start of the identifier
+    # around each keyword hit), not at every position of the line: linear in the text size
+    starts: list[tuple[int, int]] = []
+    for km in kw_iter:
+        ks = km.start()
+        while ks > 0 and (text[ks - 1].isalnum() or text[ks - 1] in "_.-[]"):
+            ks -= 1
+        if starts and starts[-1][0] == ks:
             continue
         le = text.find("\n", km.end())
-        lines.append((ls, len(text) if le < 0 else le))
-    for m in (m for ls, le in lines for m in ASSIGN.finditer(text, ls, le)):
+        starts.append((ks, len(text) if le < 0 else le))
+
+    def assign_matches():
+        last = -1
+        for ks, le in starts:
+            if ks < last:
+                continue
+            m = ASSIGN.match(text, ks, le)
+            if m is not None:
+                last = m.end()
+                yield m
+
+    for m in assign_matches():
         key = m.group("key")
         if re.search(r"(?i)(?:_id|id|name|size|length|len|file|path|type|url|uri|endpoint|format|field|hint|policy|"
                      r"prompt|label|expir\w*|count|index|time|timeout|ttl)$", key) or re.search(r"(?i)csrf|xsrf", key):
             continue
+        if _NEGATED_KEY.match(key):
+            continue  # not_secret, no_password, is_token ...: flags, not values
         quoted = m.group("qv") is not None
         val = m.group("qv") if quoted else m.group("uv")
         start = m.start("qv") if quoted else m.start("uv")
+        if quoted and m.group("q") == "`" and (" " in val or val.startswith("$")):
+            continue  # `command substitution`
+        if key.lower().endswith("authorization"):
+            parts = val.split(" ")
+            if parts[0].lower() in _AUTH_SCHEMES:
+                if len(parts) < 2:
+                    rest = text[start + len(val):m.end()].lstrip(" ")
+                    nxt = re.match(r"[^\s\"'`,;]+", text[start + len(val):].lstrip(" "))
+                    if not nxt:
+                        continue
+                    val = nxt.group()
+                    start = text.index(val, start + len(parts[0]))
+                else:
+                    start += len(parts[0]) + 1
+                    val = parts[1]
+                if _placeholder(val) or val.startswith(("$", "{", "<", "%")):
+                    continue
         if not quoted:
             if m.group("op").isspace():
                 continue
@@ -207,20 +401,35 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 val = first  # prose after a bare key: keep only the first token
             if not re.search(r"[A-Za-z0-9]", val[:1]) and not re.search(r"[A-Za-z]", val):
                 continue
+            if _SLUG.fullmatch(val):
+                continue  # lower-case words joined by - or _ ("shorter-version"): an identifier
         if _value_ok(val, quoted=quoted):
             sev = "high" if (quoted or len(val) >= 8) else "medium"
             add("secret.password-assignment", sev, start, start + len(val), f"value assigned to {key[:30]}")
-    for m in REVERSE_ASSIGN.finditer(text):
+    for m in (REVERSE_ASSIGN.finditer(text) if ("==" in text or "!=" in text) else ()):
         if _value_ok(m.group("qv"), quoted=True):
             add("secret.password-assignment", "high", m.start("qv"), m.end("qv"), "compared with a secret variable")
+    if "key" in low:
+        for m in _on_lines(KEY_SUFFIX_ASSIGN, text, ("key",), low):
+            val = m.group("v")
+            if (_value_ok(val, quoted=bool(m.group("q"))) and not _NEGATED_KEY.match(m.group("key"))
+                    and re.search(r"\d", val) and re.search(r"[A-Za-z]", val) and not HASH_CONTEXT.search(m.group("key"))):
+                add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"value assigned to {m.group('key')[:30]}")
     for m in ZH_ASSIGN.finditer(text):
         val = m.group("uv").rstrip("。，,.;；")
         if _value_ok(val, quoted=False) and not CODE_REF.match(val):
             add("secret.password-assignment", "high", m.start("uv"), m.start("uv") + len(val), "密码/密钥赋值")
 
-    url_spans = [(m.start(), m.end()) for m in URL.finditer(text)]
+    url_spans: list[tuple[int, int]] | None = None
+    public_spans = [(m.start(), m.end()) for m in PUBLIC_BLOCK.finditer(text)] if "-----BEGIN" in text else []
+
+    def in_public_block(pos: int) -> bool:
+        return any(ps <= pos < pe for ps, pe in public_spans)
 
     def in_url(s: int, e: int) -> bool:
+        nonlocal url_spans
+        if url_spans is None:  # computed lazily: most texts have no entropy candidate
+            url_spans = [(m.start(), m.end()) for m in URL.finditer(text)] if (":" in text) else []
         return any(us <= s and e <= ue for us, ue in url_spans)
 
     for m in ENTROPY_TOKEN.finditer(text):
@@ -233,6 +442,12 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         classes = sum(bool(re.search(p, core)) for p in (r"[a-z]", r"[A-Z]", r"\d"))
         if classes < 3 or shannon(core) < 4.3 or re.search(r"[a-z]{12,}|[A-Z]{12,}", core):
             continue
+        if re.match(r"\.[A-Za-z0-9]", text[e:e + 2]):
+            continue  # first segment of a dotted compound (host name, malformed JWT/Discord token)
+        if PROVIDER_PREFIX.match(tok):
+            continue  # a provider's shape that its own rule did not accept (wrong length or charset)
+        if tok.startswith(("pk_live_", "pk_test_")) or _alpha_run(core) or _wordy(core) or in_public_block(s):
+            continue  # Stripe publishable key (public by design); typed dummy; identifier; public key / certificate
         if HASH_CONTEXT.search(text[max(0, s - 30):s]):
             continue
         add("secret.high-entropy", "medium", s, e, "high-entropy token")
@@ -243,6 +458,12 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue
         if HASH_CONTEXT.search(text[max(0, s - 30):s]) or re.search(r"[~.\-]$", text[max(0, s - 1):s]):
             continue
+        if in_public_block(s):
+            continue
+        km = _HEX_KEY.search(text[max(0, s - 60):s])
+        uniform_case = tok == tok.lower() or tok == tok.upper()
+        if len(tok) in (40, 64) and (km is None or (uniform_case and not KEYWORD_FIND.search(km.group(1)))):
+            continue  # a bare SHA-1/SHA-256-length digest, or one under a non-secret name
         line_start = text.rfind("\n", 0, s) + 1
         line_end = text.find("\n", e)
         line = text[line_start:line_end if line_end >= 0 else len(text)]

@@ -18,8 +18,12 @@ Owns the rules:
 - ``hidden-unicode.control-char``     C0/C1 control characters other than TAB, LF, CR, FF;
   ANSI escape sequences are reported as one finding.
 - ``hidden-unicode.private-use``      private-use characters (low).
-- ``hidden-unicode.confusable-word``  one word mixing Latin with Cyrillic or Greek letters
-  (UTS #39 mixed-script), e.g. ``pаypal``. Medium.
+- ``hidden-unicode.confusable-word``  one word mixing Latin with Cyrillic letters, or with Greek
+  letters drawn like Latin ones (UTS #39 mixed-script), e.g. ``pаypal``; or a short word made only
+  of such look-alikes between Latin words (``How can Ι make``). Medium. ``μm``/``βcell`` are not.
+- soft hyphen U+00AD: a lone one is reported as ``zero-width`` (low); a text using three or more
+  between letters is treated as hyphenation hints. A single invisible maths operator
+  (U+2061–2064) between two alphanumerics (``2\u2062x``) is legitimate; runs are Sneaky Bits.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from plugins._scanutil import LineIndex, decode_invisible_runs, make_finding, sc
 KIND = "hidden-unicode"
 
 SUSPECT = re.compile(
-    "[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "[\x00-\x08\xad\x0b\x0e-\x1f\x7f-\x9f\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
     "\u2060-\u2064\u206a-\u206f\u2066-\u2069\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ue000-\uf8ff"
     "\U000e0000-\U000e0fff\U000f0000-\U0010ffff]+")
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|[\x80-\x9f]")
@@ -42,6 +46,9 @@ _RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
 _JOINING = re.compile(r"[\u0600-\u08ff\u0900-\u0dff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u1800-\u18af\ua980-\ua9df"
                       r"\ufb50-\ufdff\ufe70-\ufeff]")
 _MIXED_CAND = re.compile(r"[\u0370-\u03ff\u0400-\u052f\u1d00-\u1dbf]")
+# Greek and Cyrillic letters drawn identically to a Latin letter (UTS #39 confusables, strict subset)
+_LATIN_TWINS = set("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοаеорсухіјѕԁԛԝһӏАВЕКМНОРСТХІЈЅ")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -76,6 +83,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if f is not None:
             out.append(f)
 
+    shy_count = text.count("\xad")
     decoded = {s: (e, ch, dec) for s, e, ch, dec in decode_invisible_runs(text)}
     ansi_spans = [(m.start(), m.end()) for m in ANSI.finditer(text)] if re.search("[\x1b\x80-\x9f]", text) else []
     for s, e in ansi_spans:
@@ -117,6 +125,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     continue
                 add("hidden-unicode.bidi-control", "medium", s, e, "bidi mark(s) outside RTL text " + _cps(seg))
             elif cls == "zw":
+                if len(seg) == 1 and 0x2061 <= cp <= 0x2064 and prev.isalnum() and nxt.isalnum():
+                    continue  # one invisible maths operator between operands (2\u2062x); runs are Sneaky Bits
                 if len(seg) == 1 and cp in (0x200D, 0x200C):
                     if (_is_emoji(prev) and _is_emoji(nxt)) or _JOINING.match(prev or " ") or _JOINING.match(nxt or " "):
                         continue
@@ -138,21 +148,56 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 ex = f"variation-selectors: {info[2][:60]!r}" if info else None
                 add("hidden-unicode.variation-selector", "high" if len(seg) >= 4 else "medium", s, e,
                     f"{len(seg)} variation selector(s) outside an emoji/ideographic sequence", ex)
+            elif cls == "shy":
+                # soft hyphens as hyphenation hints are legitimate in a text that uses them
+                # repeatedly; a lone one between letters is how words are split invisibly
+                if shy_count >= 3 and prev.isalpha() and nxt.isalpha():
+                    continue
+                add("hidden-unicode.zero-width", "low", s, e, "soft hyphen(s) " + _cps(seg))
             elif cls == "filler":
                 add("hidden-unicode.invisible-filler", "medium", s, e, "invisible filler character(s) " + _cps(seg))
             elif cls == "pua":
                 add("hidden-unicode.private-use", "low", s, e, "private-use character(s) " + _cps(seg))
 
     if _MIXED_CAND.search(text):
-        for m in _WORD.finditer(text):
+        for m in _candidate_words(text):
             w = m.group()
-            if len(w) < 2 or not _MIXED_CAND.search(w):
-                continue
             scripts = {_script(c) for c in w}
-            if "LATIN" in scripts and scripts & {"CYRILLIC", "GREEK"}:
+            if "LATIN" in scripts and ("CYRILLIC" in scripts or any(
+                    c in _LATIN_TWINS for c in w if _script(c) == "GREEK")):
+                # Cyrillic inside a Latin word is always suspect; Greek only when the letter is a
+                # Latin twin (not "μm", "βcell": units and symbols in scientific text)
                 add("hidden-unicode.confusable-word", "medium", m.start(), m.end(), "word mixes Latin with Cyrillic/Greek letters")
+            elif len(w) <= 3 and all(c in _LATIN_TWINS for c in w) and _latin_neighbours(text, m.start(), m.end()):
+                # a short all-look-alike Greek/Cyrillic word inside Latin prose ("How can Ι make")
+                add("hidden-unicode.confusable-word", "medium", m.start(), m.end(),
+                    "Greek/Cyrillic look-alike word inside Latin text")
     out.sort(key=lambda f: f.offset)
     return out
+
+
+def _candidate_words(text: str):
+    """The words (``_WORD`` matches) that hold a Greek/Cyrillic letter, found from those letters
+    (one character-class scan) instead of by walking every word of the text."""
+    last = -1
+    for c in _MIXED_CAND.finditer(text):
+        if c.start() < last:
+            continue
+        s = c.start()
+        while s > 0 and _WORD.match(text[s - 1]):
+            s -= 1
+        m = _WORD.match(text, s)
+        if m is None or m.end() <= c.start():
+            continue
+        last = m.end()
+        yield m
+
+
+def _latin_neighbours(text: str, s: int, e: int) -> bool:
+    """True when the words right before and after ``text[s:e]`` (same line) are Latin."""
+    before = text[max(0, s - 30):s].rsplit("\n", 1)[-1].split()
+    after = text[e:e + 30].split("\n", 1)[0].split()
+    return bool(before and after and _LATIN_WORD.search(before[-1]) and _LATIN_WORD.search(after[0]))
 
 
 def _is_vs(ch: str) -> bool:
@@ -173,6 +218,8 @@ def _class(cp: int) -> str:
         return "vs"
     if cp in (0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x17B4, 0x17B5):
         return "filler"
+    if cp == 0xAD:
+        return "shy"
     if 0xE000 <= cp <= 0xF8FF or cp >= 0xF0000:
         return "pua"
     return "zw"

@@ -98,3 +98,55 @@ def test_positions():
     f = scan(text)[0]
     assert (f.line, f.column) == (3, 12)
     assert text[f.offset:f.offset + f.length] == "Q7vX2mK9pL4sT8wN3bZ6" == f.match
+
+
+# ---- fixes from the dev-split analysis (values built by concatenation) ----
+
+HEX40 = "6d2fa" + "beb6a" + "dd229" + "bc199" + "faba2" + "8fd3e" + "fb57d" + "f0bd3"
+
+
+@pytest.mark.parametrize("text,rule", [
+    ("curl -s --user 'api:" + "d2LkV78zLx!t" + "' https://api.example.net/v2/messages", "secret.curl-credentials"),
+    ("curl https://api.example.com/oauth2/token \\\n  --user c28wlsos:" + "qgsnai0xokrw4j1" + " --data x=1",
+     "secret.curl-credentials"),
+    ('ibm_iam_key:= "' + "abcd1234" * 4 + "ABCD1234" * 1 + '--__"', "secret.password-assignment"),
+    ("cloud-key: " + "Zq8" + "Lm2Wx9Pt4Rv7Ks1" + "Nd6", "secret.password-assignment"),
+    ('clou_pw = "' + "ab12" * 10 + '"', "secret.password-assignment"),
+    ("http://api.softlayer.com/soap/v3/" + "ab12" * 16, "secret.softlayer-key"),
+    ("glcbt-" + "helloworld380_testin", "secret.gitlab-token"),
+    ("sourcegraph: " + HEX40[:20].upper()[:10] + HEX40[10:], "secret.high-entropy"),
+])
+def test_positive_dev_fixes(text, rule):
+    assert rule in rules(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "not_secret = notapassword",                                        # negated key name
+    "ibm-cloud-pwd = shorter-version",                                  # lower-case slug, not a password
+    "curl -u <user:password> https://test.example/endpoint",            # placeholder credentials
+    '-H "Authorization: Bearer $API_KEY"',                              # variable after the scheme
+    '-H "Authorization: basic {base64(email:password)}"',               # template after the scheme
+    'apiKey: "AIza' + "a" * 35 + '"',                                   # long run of one character
+    'API_KEY="glc_' + "1" * 42 + '="',
+    '"token3": "xoxp-1234-1234-1234-' + "4ddbc191d40ee098" + "cbaae6f3523ada2d" + '"',   # dummy ids
+    "MZ1yGvKTjE0rY0cV8i47" + "CjAa.uRHQPq.Xb1Mk2nEhe-4iUcrGOuegj57zM",  # dotted compound, not a token
+    "glptt-" + "hellOworld380_testin",                                  # wrong length for the prefix
+    "pk_live_" + "j5krY8XTgIcDaHDb3YrsAfCl",                            # Stripe publishable key (public)
+    "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQENBFOrMNcBCAC+gLI4s3bUkobS5" + "NpOQbWfjWXbqC0Ixpc5bZYDOvs\n"
+    "-----END PGP PUBLIC KEY BLOCK-----",                               # public key material
+    'div[data-cel-widget="desktop-rhf_SponsoredProducts' + 'RemoteRHFSearchEXPSubsK2ClickPagination"]',
+    "commit " + HEX40,                                                  # bare SHA-1
+    "ReactNativeCameraKit: " + HEX40,                                   # digest under a non-secret name
+    "-e SUMO_ACCESS_KEY=`etcdctl get /sumologic_secret`",               # command substitution
+    "sk-ant-api03-abc123xyz-456de-klMnopqrstuvwx-3456yza789bcde-1234fghijklmnopAA",  # typed dummy
+])
+def test_negative_dev_fixes(text):
+    assert not rules(text), text
+
+
+def test_long_document_windows_find_provider_keys():
+    key = "AKIA" + "Z7Q2M4K6P3X5N2R7"
+    filler = "plain words on a line\n" * 2000          # > 20 000 characters: line-windowed search
+    text = filler + f"aws_access_key_id = {key}\n" + filler + 'token: "' + JWT + '"\n'
+    got = rules(text)
+    assert "secret.aws-access-key" in got and "secret.jwt" in got

@@ -289,10 +289,9 @@ def plugins(show_all, as_json, root, config_file):
         plugin = ps.pm.get_plugin(name)
         hooks = sorted(h.name for h in ps.pm.get_hookcallers(plugin) or [])
         plugin_rows.append({"name": name, "builtin": name in ps.builtin, "hooks": hooks})
-    parsers = [
+    parsers = [  # every parser, built-in or not: which one serves an extension is what users ask
         {"name": p.name, "plugin": ps.plugin_name(p.plugin), "extensions": list(p.extensions), "priority": p.priority}
         for p in ps.parsers()
-        if show_all or ps.plugin_name(p.plugin) not in ps.builtin
     ]
     stages = list(kb.settings["pipeline"]["stages"])
     available = sorted(ps.stages())

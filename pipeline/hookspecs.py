@@ -85,6 +85,18 @@ def kb_parser_info() -> list[Any]:
     """
 
 
+@hookspec
+def kb_worker_started(settings: Settings) -> None:
+    """Called once in each parse worker process when it starts.
+
+    Import heavy parser stacks (or parse a tiny sample) here so the first real
+    file a worker gets does not pay for them. Exceptions are ignored: warming
+    up is an optimisation only.
+
+    :param settings: the resolved configuration.
+    """
+
+
 # --------------------------------------------------------------------------
 # Risk scan
 # --------------------------------------------------------------------------

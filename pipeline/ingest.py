@@ -51,6 +51,8 @@ def _ingest(kb: KnowledgeBase, names: list[str], progress: bool) -> tuple[dict[s
         bar = Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
         bar.start()
         task = bar.add_task("ingest", total=len(todo))
+    if _needs_workers(kb, [item.entry.path.suffix for item in todo]):
+        runner.prestart_workers()  # they warm up while the first files are hashed and checked
     try:
         runner.start()
         for item in todo:
@@ -61,3 +63,16 @@ def _ingest(kb: KnowledgeBase, names: list[str], progress: bool) -> tuple[dict[s
         if bar is not None:
             bar.stop()
     return dict(runner.totals), results
+
+
+def _needs_workers(kb: KnowledgeBase, exts: list[str]) -> bool:
+    from pipeline.parsing import choose_parser
+
+    isolate = kb.settings["stages"]["parse"]["isolate"]
+    if isolate is False:
+        return False
+    for ext in set(e.lower() for e in exts):
+        info = choose_parser(kb.plugins, ext)
+        if info is not None and (isolate is True or not info.inprocess):
+            return True
+    return False

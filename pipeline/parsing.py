@@ -53,9 +53,18 @@ def choose_parser(plugins: PluginSet, ext: str) -> ParserInfo | None:
     return found[0] if found else None
 
 
-def parse_in_worker(path: str, ext: str, settings: dict) -> ParsedDocument:
+def _worker_plugins(settings: dict) -> PluginSet:
     key = repr((settings.get("_root"), settings["pipeline"]["plugins"], settings["pipeline"].get("disable")))
     plugins = _WORKER_PLUGINS.get(key)
     if plugins is None:
         plugins = _WORKER_PLUGINS[key] = build_plugin_manager(settings)
-    return parse_file(plugins, Path(path), ext, settings)
+    return plugins
+
+
+def parse_in_worker(path: str, ext: str, settings: dict) -> ParsedDocument:
+    return parse_file(_worker_plugins(settings), Path(path), ext, settings)
+
+
+def worker_warmup(settings: dict) -> None:
+    """Run in each new worker process: load the plugins and let them warm up."""
+    _worker_plugins(settings).hook.kb_worker_started(settings=settings)

@@ -12,6 +12,7 @@ The watcher and ``kbwatch ingest`` both drive this class.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
@@ -31,6 +32,7 @@ from pipeline.formats.run_record import build_record
 from pipeline.fsutil import atomic_write, display_path, fsync_paths, new_run_id, sha256_file, utc_iso
 from pipeline.journal import Journal
 from pipeline.model import RunRecord
+from pipeline.parsing import worker_warmup
 from pipeline.plugins import PluginSet
 from pipeline.project import ProjectSession
 from pipeline.sources import classify, name_problem, split_name
@@ -131,16 +133,22 @@ class Runner:
                 s = self._sessions[key] = ProjectSession(project, self.settings, state_dir(self.settings))
             return s
 
-    def offload(self, fn: Callable, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+    def _worker_pool(self) -> WorkerPool:
         with self._pool_lock:
             if self._pool is None:
                 parse = self.settings["stages"]["parse"]
                 self._pool = WorkerPool(
                     self.settings["service"]["workers"], memory_mb=parse.get("memory_mb", 0),
-                    warmup=_worker_warmup,
+                    warmup=functools.partial(worker_warmup, self.settings),
                 )
-            pool = self._pool
-        return pool.call(fn, *args, timeout=timeout, **kwargs)
+            return self._pool
+
+    def prestart_workers(self) -> None:
+        """Start (and warm up) the parse workers now rather than on the first file."""
+        self._worker_pool().prestart()
+
+    def offload(self, fn: Callable, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        return self._worker_pool().call(fn, *args, timeout=timeout, **kwargs)
 
     # -- queue -------------------------------------------------------------
     def queue_length(self) -> int:
@@ -493,14 +501,6 @@ class Runner:
 
 
 # -- helpers -----------------------------------------------------------------
-
-
-def _worker_warmup() -> None:
-    """Import the heavy parser stacks once per worker process."""
-    try:
-        import plugins  # noqa: F401
-    except Exception:
-        pass
 
 
 def _hash(path: Path) -> str:

@@ -174,6 +174,8 @@ class WatchService:
         if recovered:
             logger.info("recovered {} interrupted run(s)", recovered)
         self.runner.start(svc["workers"] + 1)
+        if self.settings["stages"]["parse"]["isolate"] is not False:
+            self.runner.prestart_workers()
         self.refresh_projects()
         self.observer.start()
         logger.info("kbwatch watching {} with {}", self.root, self.observer_kind)

@@ -1,12 +1,12 @@
 """Worker processes for bounded work (parsing): timeout, memory cap, kill, replace.
 
 ``WorkerPool.call(fn, *args, timeout=...)`` runs a picklable function in one
-of N long-lived worker processes and blocks the calling thread until it
+of N long-lived worker processes (started lazily, or all at once by ``prestart``) and blocks the calling thread until it
 returns. A call that overruns its timeout gets its worker killed (SIGKILL)
 and replaced, and raises :class:`PermanentError` ``reason="timeout"``; a
 worker that dies (segfault, out of memory) raises ``reason="crashed"``. Each
 worker caps its address space (``RLIMIT_AS``) and is recycled after
-``max_tasks`` calls to bound memory growth. Workers are started with the
+``max_tasks`` calls or when its memory grows past 3/4 of the cap. Workers are started with the
 ``spawn`` method (the parent runs threads) and warm up once.
 """
 
@@ -42,6 +42,10 @@ def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None) -> Non
             warmup()
         except Exception:  # warm-up is an optimisation only
             pass
+    try:
+        conn.send(("ready",))  # task timeouts start counting after this
+    except (OSError, EOFError):
+        return
     while True:
         try:
             msg = conn.recv()
@@ -71,6 +75,24 @@ class _Worker:
         self.proc.start()
         child.close()
         self.tasks = 0
+        self.ready = False
+
+    def wait_ready(self, limit: float = 300.0) -> None:
+        """Wait until the worker finished its warm-up (not counted in task timeouts)."""
+        deadline = time.monotonic() + limit
+        while not self.ready:
+            if self.conn.poll(0.5):
+                try:
+                    msg = self.conn.recv()
+                except (EOFError, OSError):
+                    raise PermanentError(f"the parse worker crashed while starting (exit code {self.proc.exitcode})",
+                                         reason="crashed") from None
+                self.ready = msg == ("ready",)
+            elif not self.proc.is_alive():
+                raise PermanentError(f"the parse worker crashed while starting (exit code {self.proc.exitcode})",
+                                     reason="crashed")
+            elif time.monotonic() > deadline:
+                raise PermanentError("the parse worker did not start in time", reason="crashed")
 
     def kill(self) -> None:
         try:
@@ -94,7 +116,7 @@ class _Worker:
 
 
 class WorkerPool:
-    def __init__(self, size: int, memory_mb: int = 0, max_tasks: int = 100, warmup: Callable[[], None] | None = None):
+    def __init__(self, size: int, memory_mb: int = 0, max_tasks: int = 1000, warmup: Callable[[], None] | None = None):
         self.size = max(1, size)
         self.memory_mb = memory_mb
         self.max_tasks = max_tasks
@@ -104,6 +126,24 @@ class WorkerPool:
         self._started = 0
         self._closed = False
         self._busy: set[_Worker] = set()
+
+    def prestart(self) -> None:
+        """Start every worker now; they warm up in parallel while the caller goes on."""
+        with self._lock:
+            while not self._closed and self._started < self.size:
+                self._started += 1
+                self._idle.put(_Worker(self.memory_mb, self.warmup))
+
+    def _too_big(self, w: _Worker) -> bool:
+        """Recycle a worker whose memory grew past 3/4 of its cap (or 1.5 GB uncapped)."""
+        try:
+            import psutil
+
+            rss = psutil.Process(w.proc.pid).memory_info().rss
+        except Exception:
+            return False
+        limit = (self.memory_mb * 0.75 if self.memory_mb > 0 else 1536) * 1024 * 1024
+        return rss > limit
 
     def _acquire(self) -> _Worker:
         with self._lock:
@@ -122,7 +162,7 @@ class WorkerPool:
     def _release(self, w: _Worker, healthy: bool) -> None:
         with self._lock:
             self._busy.discard(w)
-            if not healthy or self._closed or w.tasks >= self.max_tasks:
+            if not healthy or self._closed or w.tasks >= self.max_tasks or self._too_big(w):
                 if healthy:
                     w.stop()
                 else:
@@ -136,6 +176,12 @@ class WorkerPool:
         healthy = False
         try:
             try:
+                w.wait_ready()
+            except PermanentError:
+                if self._closed:
+                    raise TransientError("the service is shutting down", reason="shutdown") from None
+                raise
+            try:
                 w.conn.send((fn, args, kwargs))
             except (OSError, EOFError, BrokenPipeError):
                 raise PermanentError("the parse worker died before it started the task", reason="crashed")
@@ -146,11 +192,15 @@ class WorkerPool:
                     try:
                         status, *payload = w.conn.recv()
                     except (EOFError, OSError):
+                        if self._closed:
+                            raise TransientError("the service is shutting down", reason="shutdown") from None
                         raise PermanentError(
                             f"the parse worker crashed (exit code {w.proc.exitcode})", reason="crashed"
                         ) from None
                     break
                 if not w.proc.is_alive():
+                    if self._closed:
+                        raise TransientError("the service is shutting down", reason="shutdown")
                     raise PermanentError(
                         f"the parse worker crashed (exit code {w.proc.exitcode})", reason="crashed"
                     )

@@ -105,6 +105,18 @@ def _preflight(path: Path, ext: str, settings) -> None:
 
 
 @hookimpl
+def kb_worker_started(settings):
+    """Pay unstructured's import and tokenizer set-up once per worker, not on its first file."""
+    from plugins._offline import ensure_offline
+
+    ensure_offline()
+    from unstructured.partition.html import partition_html
+
+    _partitioner(".docx")
+    partition_html(text="<h1>Warm-up</h1><p>This sentence loads the tokenizer once.</p>")
+
+
+@hookimpl
 def kb_parse(path, ext, settings):
     ext = (ext or Path(path).suffix).lower()
     if ext not in EXTENSIONS:

@@ -19,6 +19,7 @@ HASH_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 class Manifest:
     def __init__(self, data: dict[str, Any]):
         self.data = data
+        self._rendered: dict[str, str] = {}  # name -> its entry as indented JSON, until it changes
         self._by_name: dict[str, dict] = {f["name"]: f for f in data["files"]}
         self._by_lower: dict[str, list[dict]] = {}
         for f in data["files"]:
@@ -43,7 +44,23 @@ class Manifest:
         return cls(data)
 
     def dumps(self) -> str:
-        return json.dumps(self.data, ensure_ascii=False, indent=2) + "\n"
+        """The file's text: ``json.dumps(data, indent=2)`` exactly, but entries
+        that did not change since the last call are not encoded again (json's
+        fast C encoder does not indent; thousands of entries add up)."""
+        parts = []
+        for key, value in self.data.items():
+            if key != "files" or not value:
+                parts.append(f"  {json.dumps(key)}: " + json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n  "))
+                continue
+            entries = []
+            for f in value:
+                text = self._rendered.get(f["name"])
+                if text is None:
+                    text = "    " + json.dumps(f, ensure_ascii=False, indent=2).replace("\n", "\n    ")
+                    self._rendered[f["name"]] = text
+                entries.append(text)
+            parts.append('  "files": [\n' + ",\n".join(entries) + "\n  ]")
+        return "{\n" + ",\n".join(parts) + "\n}\n"
 
     # -- queries ---------------------------------------------------------
     def get(self, name: str) -> dict | None:
@@ -75,6 +92,7 @@ class Manifest:
             event = "new"
         if any(v["archived"] == archived for v in entry["versions"]):
             return "unchanged"
+        self._rendered.pop(name, None)
         entry["ext"] = ext
         entry["parsed"] = parsed
         entry.pop("removed", None)
@@ -87,6 +105,7 @@ class Manifest:
         if entry is None or entry.get("removed"):
             return False
         entry["removed"] = when
+        self._rendered.pop(name, None)
         return True
 
 

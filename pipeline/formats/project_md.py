@@ -103,6 +103,7 @@ class ProjectMd:
         self.sections: list[Section] = []
         self.rows: dict[str, list[str]] = {}  # name -> 4 cells (unescaped)
         self.log: list[str] = []
+        self._row_lines: dict[str, tuple[tuple[str, ...], str]] = {}  # name -> (cells, rendered line)
 
     # -- construction ------------------------------------------------------
     @classmethod
@@ -222,8 +223,13 @@ class ProjectMd:
                 out.extend(l for l in s.lines if l.strip())
                 out.append("| " + " | ".join(cols) + " |")
                 out.append("|" + "|".join("-" * max(6, len(c) * 2 + 2) for c in cols) + "|")
-                for cells in self.rows.values():
-                    out.append("| " + " | ".join(escape_cell(c) for c in cells) + " |")
+                for name, cells in self.rows.items():
+                    key = tuple(cells)
+                    hit = self._row_lines.get(name)
+                    if hit is None or hit[0] != key:
+                        hit = (key, "| " + " | ".join(escape_cell(c) for c in cells) + " |")
+                        self._row_lines[name] = hit
+                    out.append(hit[1])
                 out.append("")
             elif s.heading in _ALL_LOG_HEADINGS:
                 out.extend(self.log)

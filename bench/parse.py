@@ -10,7 +10,7 @@ that fail as unsupported/encrypted/corrupt, are listed and left out):
    (each file parsed ``--repeat`` times in the warm worker), the first parse
    of the format in a fresh worker, and the worker's peak RSS (psutil sampling
    of the worker pid every 5 ms during each call);
-2. the warm-up of a fresh worker: spawn + ``_worker_warmup`` (first trivial
+2. the warm-up of a fresh worker: spawn + ``pipeline.parsing.worker_warmup`` (the ``kb_worker_started`` hook) (first trivial
    call), then the first parse vs the same parse warm;
 3. the batch: the parseable corpus copied ``--copies`` times (unique names,
    so no two files share a stem) and
@@ -182,7 +182,9 @@ def per_format(files: list[Path], work: Path, repeat: int, shared_worker: bool =
     import psutil
 
     from pipeline.parsing import parse_in_worker
-    from pipeline.runner import _worker_warmup
+    import functools
+
+    from pipeline.parsing import worker_warmup
     from pipeline.workers import WorkerPool
 
     settings = settings_for(work)
@@ -193,10 +195,10 @@ def per_format(files: list[Path], work: Path, repeat: int, shared_worker: bool =
     results = {}
     where = "one shared parse worker (RSS cumulative)" if shared_worker else "a fresh parse worker per format"
     print(f"\n## 1. per format, in {where} (WorkerPool, memory cap {opts['memory_mb']} MB), each file x{repeat}")
-    shared = WorkerPool(1, memory_mb=opts["memory_mb"], max_tasks=10**9, warmup=_worker_warmup) if shared_worker else None
+    shared = WorkerPool(1, memory_mb=opts["memory_mb"], max_tasks=10**9, warmup=functools.partial(worker_warmup, settings)) if shared_worker else None
     for ext in sorted(by_ext):
         group = by_ext[ext]
-        pool = shared or WorkerPool(1, memory_mb=opts["memory_mb"], max_tasks=10**9, warmup=_worker_warmup)
+        pool = shared or WorkerPool(1, memory_mb=opts["memory_mb"], max_tasks=10**9, warmup=functools.partial(worker_warmup, settings))
         try:
             t0 = time.perf_counter()
             pid = pool.call(os.getpid)
@@ -250,7 +252,9 @@ def per_format(files: list[Path], work: Path, repeat: int, shared_worker: bool =
 def warmup_cost(files: list[Path], work: Path, formats=(".docx", ".pdf", ".pptx", ".xlsx")) -> dict:
     """Spawn + warm-up of a fresh worker, and its first parse vs the same parse warm."""
     from pipeline.parsing import parse_in_worker
-    from pipeline.runner import _worker_warmup
+    import functools
+
+    from pipeline.parsing import worker_warmup
     from pipeline.workers import WorkerPool
 
     settings = settings_for(work)
@@ -263,7 +267,7 @@ def warmup_cost(files: list[Path], work: Path, formats=(".docx", ".pdf", ".pptx"
         if sample is None:
             continue
         t0 = time.perf_counter()
-        pool = WorkerPool(1, memory_mb=opts["memory_mb"], warmup=_worker_warmup)
+        pool = WorkerPool(1, memory_mb=opts["memory_mb"], warmup=functools.partial(worker_warmup, settings))
         try:
             pool.call(os.getpid)
             t1 = time.perf_counter()

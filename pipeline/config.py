@@ -17,7 +17,17 @@ from typing import Any
 
 from pipeline.errors import ConfigError
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config" / "default.toml"
+def _default_config() -> Path:
+    """config/default.toml of a checkout, else the copy installed as package data."""
+    here = Path(__file__).resolve().parent.parent / "config" / "default.toml"
+    if here.is_file():
+        return here
+    from importlib.resources import files
+
+    return Path(str(files("pipeline._config") / "default.toml"))
+
+
+DEFAULT_CONFIG = _default_config()
 ROOT_CONFIG_NAME = "kbwatch.toml"
 FREE_FORM_TABLES = ("stages",)
 

@@ -253,3 +253,17 @@ def test_reader_sees_committed_state_only(tmp_path):
     assert sorted(paths(reader.search("p", "olive"))) == ["parsed/a.md", "parsed/b.md"]
     writer.close()
     reader.close()
+
+
+def test_search_documents_text_fetched_for_kept_chunks_only(tmp_path):
+    ix = SearchIndex(tmp_path / "s.sqlite3")
+    long = "# Guide\n\n" + "\n\n".join(f"## Part {i}\nrouter configuration step {i} " + "filler " * 40 for i in range(6))
+    ix.upsert_document("p", "parsed/guide.md", "guide", long)
+    with_text = ix.search_documents("p", "router configuration", limit=5, chunks_per_doc=2)
+    bare = ix.search_documents("p", "router configuration", limit=5, chunks_per_doc=2, with_text=False)
+    assert [c.chunk_id for c in with_text[0].chunks] == [c.chunk_id for c in bare[0].chunks]
+    assert all(c.text.startswith("## Part") and "router" in c.text for c in with_text[0].chunks)
+    assert all(c.text == "" for c in bare[0].chunks)
+    by_id = {h.chunk_id: h.text for h in ix.document_chunks("p", "parsed/guide.md")}
+    assert all(by_id[c.chunk_id] == c.text for c in with_text[0].chunks)
+    ix.close()

@@ -303,3 +303,41 @@ def test_invalid_record_is_rejected_by_the_schemas():
 def test_fixture_schemas_match_shared():
     for name in SCHEMA_FILES:
         assert json.loads((FIXTURE_SCHEMAS / name).read_text()) == json.loads((SHARED_SCHEMAS / name).read_text())
+
+
+def test_project_md_parts_cached_and_equal():
+    from plugins._retrieval.pack import project_md_parts
+
+    md = "# p\n\n## 概述\n\nA summary.\n\n## 文件索引\n\n| 文件 | 解析 | 类型 | 摘要 |\n|---|---|---|---|\n" \
+         "| a.txt | parsed/a.md | text | first row |\n"
+    first = project_md_parts(md)
+    assert first == ("A summary.", {"parsed/a.md": "first row"})
+    assert project_md_parts(md) is first  # parsed once per text, not per question
+    assert project_md_parts("") == ("", {})
+    assert project_md_parts(None) == ("", {})
+
+
+def test_window_line_scores_and_choice():
+    from plugins._retrieval.index import Hit
+    from plugins._retrieval.pack import _line_scores, _window
+    from plugins._retrieval.tokenizer import tokenize
+
+    q = set(tokenize("rate limiting 限流算法"))
+    lines = ["Intro about nothing.", "", "The RATE limiting rule: 限流算法 token bucket.", "Tail."]
+    assert _line_scores(lines, q) == [0, 0, len(q), 0]
+    text = "\n".join(["filler " * 30] * 5 + ["the gateway applies rate limiting per key"] + ["filler " * 30] * 5)
+    h = Hit(1, "p", "parsed/a.md", "a", 0, 10, 20, "", "", 1.0, text)
+    s, e, win = _window(h, set(tokenize("rate limiting")), 300)
+    assert "rate limiting" in win and s == 15 and e >= 15
+
+
+def test_many_files_small_budget_keeps_rank_order_within_budget(idx):
+    # an even share of 1,500 characters over 10 files is below the minimum snippet:
+    # the best files still get one each while the budget lasts (not just the first)
+    pack = build_pack(idx, "demo", "gateway restarted lorem", budget=1500, max_files=10)
+    ranked = [d.doc_path for d in idx.search_documents("demo", "gateway restarted lorem", limit=10)]
+    assert 1 < len(pack.selected_files) < 10
+    assert pack.selected_files == ranked[: len(pack.selected_files)]
+    content = fence_body(pack.text).split("\n\n", 1)[1]
+    assert len(content) <= 1500 + 200
+    assert any("budget of 1500 characters reached" in w["message"] for w in pack.warnings)

@@ -58,3 +58,24 @@ def test_query_tokens_cached_and_equal():
     q = "王沈是哪里人？"
     assert list(tokenize_query(q)) == tokenize(q)
     assert has_cjk(q) and not has_cjk("hello")
+
+
+def test_question_words_break_cjk_runs():
+    from plugins._retrieval.tokenizer import TOKENIZER_VERSION
+
+    assert TOKENIZER_VERSION != "1"  # rule change: old indexes are rebuilt
+    toks = tokenize("纽西兰鸡毛松有什么用途？")
+    # no bigram spans the question word, and it leaves no unigram
+    assert not any(t in toks for t in ("有什", "什么", "么用", "什", "么"))
+    assert "鸡毛" in toks and "用途" in toks and "松有" in toks
+    assert tokenize("该漫画是由谁创作的") == tokenize("该漫画是由") + tokenize("创作")
+    assert "为" not in tokenize("为什么下雨") and "下雨" in tokenize("为什么下雨")
+    assert tokenize("面积有多少") == tokenize("面积有")
+
+
+def test_particle_de_breaks_runs_without_unigram():
+    toks = tokenize("松的树叶")
+    assert toks == ["松", "树", "树叶", "叶"]
+    assert "的" not in tokenize("目的")
+    # a query and its answer sentence still share the content bigrams
+    assert {"树叶", "形状"} <= set(tokenize("纽西兰鸡毛松的树叶是什么形状的？"))

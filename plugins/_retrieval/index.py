@@ -724,7 +724,8 @@ class SearchIndex:
             want = max(limit * 4, 50)
             while True:
                 order = _top(scores, ids, want)
-                hits = self._hits(project, ids[order].tolist(), scores[order].tolist(), with_text)
+                # rank without the text; fetch text only for the chunks kept (below)
+                hits = self._hits(project, ids[order].tolist(), scores[order].tolist(), False)
                 docs = {}
                 for h in hits:
                     d = docs.get(h.doc_path)
@@ -737,7 +738,20 @@ class SearchIndex:
                 if len(docs) >= limit or want >= ids.size:
                     break
                 want *= 4
+            if with_text:
+                kept = [h for d in docs.values() for h in d.chunks]
+                texts = self._texts([h.chunk_id for h in kept])
+                for h in kept:
+                    h.text = texts.get(h.chunk_id, "")
             return list(docs.values())
+
+    def _texts(self, chunk_ids: list[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for i in range(0, len(chunk_ids), 900):
+            part = chunk_ids[i : i + 900]
+            qs = ",".join("?" * len(part))
+            out.update(self._db.execute(f"SELECT id, text FROM chunks WHERE id IN ({qs})", part).fetchall())
+        return out
 
 
 def _walk(top: Path):

@@ -9,9 +9,10 @@
 * CJK (Han, kana, Hangul) runs: overlapping character bigrams plus unigrams,
   in text order. ``tokenize("王沈是哪里人")`` gives
   ``王 王沈 沈 沈是 哪 里 里人 人``... (see the tests).
-  A handful of interrogative bigrams (什么, 哪里, 多少 ...) that only ever occur
-  in questions are dropped, and so are the unigrams of question particles and
-  the most frequent function characters (的 了 是 在 和 ...); the characters
+  Question words (什么 为什么 怎么 怎样 如何 多少 哪 谁 吗 呢) and the particle
+  的 split a run: no bigram spans them and they give no unigram. A handful of
+  further interrogative bigrams (哪里, 是否 ...) are dropped, and so are the
+  unigrams of the most frequent function characters (了 是 在 和 ...), which
   still take part in bigrams.
 
 The same function is used for documents and queries, so both sides always
@@ -27,7 +28,7 @@ from functools import lru_cache
 
 import Stemmer
 
-TOKENIZER_VERSION = "1"
+TOKENIZER_VERSION = "2"
 
 _CJK_RANGES = (
     "\u3040-\u30ff"  # hiragana, katakana
@@ -82,10 +83,29 @@ _CJK_SPLIT_RE = re.compile(f"([{_CJK_RANGES}]+)")
 _CJK_STOP = CJK_STOP_UNIGRAMS | CJK_STOP_BIGRAMS
 
 
-def _cjk_grams(run: str) -> list[str]:
+# Question words and the particle 的 break a CJK run: no n-gram spans them, and
+# the question words leave no unigram either (的 is a stop unigram). A bigram
+# across them ("有什", "么用", "由谁", "谁创", "松的", "的树") pairs a content
+# character with a function word and matches unrelated text; measured on the
+# tuning splits: CMRC sentences +0.0013, paragraphs +0.0013 nDCG@10.
+CJK_BREAK_WORDS = ("为什么", "什么", "怎么", "怎样", "如何", "多少", "哪", "谁", "吗", "呢", "的")
+_CJK_BREAK_RE = re.compile("|".join(map(re.escape, sorted(CJK_BREAK_WORDS, key=len, reverse=True))))
+
+
+def _grams(run: str) -> list[str]:
     n = len(run)
     grams = [run[i : i + 2] if j else run[i] for i in range(n) for j in (0, 1) if not j or i + 1 < n]
     return [g for g in grams if g not in _CJK_STOP]
+
+
+def _cjk_grams(run: str) -> list[str]:
+    if _CJK_BREAK_RE.search(run) is None:
+        return _grams(run)
+    out: list[str] = []
+    for piece in _CJK_BREAK_RE.split(run):
+        if piece:
+            out.extend(_grams(piece))
+    return out
 
 
 def tokenize(text: str) -> list[str]:

@@ -114,6 +114,7 @@ def kb_register_commands(cli):
             if len(projects) != 1:
                 raise ConfigError("--batch needs one project NAME")
             asker = Asker(kb, projects[0], include_flagged)
+            failed = 0
             for lineno, line in enumerate(batch_file, 1):
                 if not line.strip():
                     continue
@@ -122,10 +123,14 @@ def kb_register_commands(cli):
                     qid, query = str(item["id"]), str(item["query"])
                 except (ValueError, KeyError, TypeError):
                     raise ConfigError(f"--batch line {lineno}: expected {{\"id\": str, \"query\": str}}") from None
+                if not query.strip():  # one bad line must not sink the batch
+                    failed += 1
+                    click.echo(json.dumps({"id": qid, "record": None, "error": "empty query"}, ensure_ascii=False))
+                    continue
                 pack = asker.ask(query, max_files, budget)
                 click.echo(json.dumps({"id": qid, "record": pack.record}, ensure_ascii=False))
             kb.close()
-            return
+            sys.exit(1 if failed else 0)
         if not question or not question.strip():
             raise ConfigError("give a QUESTION")
         records = []

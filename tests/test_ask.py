@@ -99,12 +99,19 @@ def test_batch_in_input_order(kb, cli, tmp_path):
     batch.write_text("\n".join(json.dumps({"id": i, "query": q}) for i, q in
                                [("b", "王沈"), ("a", "blue-green releases"), ("c", "ninety days logs")]) + "\n",
                      encoding="utf-8")
-    lines = [json.loads(l) for l in cli("ask", "demo", "--batch", str(batch)).output.splitlines()]
+    result = cli("ask", "demo", "--batch", str(batch))
+    assert result.exit_code == 0
+    lines = [json.loads(l) for l in result.output.splitlines()]
     assert [l["id"] for l in lines] == ["b", "a", "c"]
     for l in lines:
         assert_valid(l["record"])
     assert lines[1]["record"]["activated_packs"][0]["selected_files"][0] == "parsed/deploy.md"
     assert lines[2]["record"]["activated_packs"][0]["selected_files"][0] == "parsed/sub/notes.md"
+    batch.write_text('{"id": "x", "query": "  "}\n{"id": "y", "query": "token bucket"}\n', encoding="utf-8")
+    result = cli("ask", "demo", "--batch", str(batch))
+    assert result.exit_code == 1
+    x, y = (json.loads(l) for l in result.output.splitlines())
+    assert x == {"id": "x", "record": None, "error": "empty query"} and y["record"]["activated_packs"]
 
 
 def test_ask_all_projects_each_in_its_own_fence(kb, cli, root):

@@ -101,18 +101,23 @@ class Journal:
 
     # -- runs --------------------------------------------------------------
     def start_run(self, row: dict[str, Any]) -> None:
-        with self._lock:
-            self.db["runs"].insert({**row, "outcome": "running"}, replace=True)
+        row = {**row, "outcome": "running"}
+        cols = ", ".join(f"[{k}]" for k in row)
+        marks = ", ".join("?" for _ in row)
+        with self._lock:  # plain SQL: this runs once per file on the hot path
+            self.db.conn.execute(f"insert or replace into runs ({cols}) values ({marks})", list(row.values()))
 
     def finish_runs(self, rows: list[dict[str, Any]], stages: list[dict], findings: list[dict]) -> None:
-        """Write many finished runs in one transaction."""
+        """Write many finished runs in one transaction (plain SQL: the hot path)."""
         with self.transaction() as db:
-            for row in rows:
-                db["runs"].upsert(row, pk="run_id")
-            if stages:
-                db["stages"].insert_all(stages)
-            if findings:
-                db["findings"].insert_all(findings)
+            for table, items, verb in (("runs", rows, "insert or replace"), ("stages", stages, "insert"),
+                                       ("findings", findings, "insert")):
+                if not items:
+                    continue
+                cols = list(items[0])
+                sql = (f"{verb} into {table} ({', '.join(f'[{c}]' for c in cols)}) "
+                       f"values ({', '.join('?' for _ in cols)})")
+                db.conn.executemany(sql, [[item.get(c) for c in cols] for item in items])
 
     def runs(self, project: str | None = None, outcome: str | None = None, limit: int = 50) -> list[dict]:
         where, params = [], []

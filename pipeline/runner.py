@@ -440,7 +440,7 @@ class Runner:
             )
             rec_rel = f"runs/{run.run_id}.json"
             try:
-                atomic_write(session.path / rec_rel, json.dumps(record, ensure_ascii=False, indent=2) + "\n", fsync=False)
+                atomic_write(session.path / rec_rel, json.dumps(record, ensure_ascii=False) + "\n", fsync=False)
             except OSError as exc:
                 logger.error("cannot write {}: {}", rec_rel, exc)
             records.append(session.path / rec_rel)
@@ -515,11 +515,19 @@ def _hash(path: Path) -> str:
 
 
 def _retry_transient(fn: Callable[[], Any], settings: dict) -> Any:
+    """Call ``fn``; on a TransientError retry it with exponential backoff and jitter."""
+    try:
+        return fn()  # the common case costs nothing
+    except TransientError:
+        pass
     r = settings["retry"]
+    attempts = min(RETRYABLE_IN_RUN, r["max_attempts"])
+    if attempts <= 1:
+        return fn()
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(TransientError),
         wait=tenacity.wait_exponential_jitter(multiplier=min(0.2, r["backoff_initial_seconds"]), max=min(5.0, r["backoff_max_seconds"])),
-        stop=tenacity.stop_after_attempt(min(RETRYABLE_IN_RUN, r["max_attempts"])),
+        stop=tenacity.stop_after_attempt(attempts - 1),
         reraise=True,
     )
     return retrying(fn)

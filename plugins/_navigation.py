@@ -65,16 +65,48 @@ def write_folder_files(project: Path, folders: set[str], manifest: Manifest, pur
         atomic_write(path / FILE_NAME, render_folder(title, text, subdirs, files, when), fsync=False)
 
 
+_SUMMARIES: dict[str, tuple[tuple, tuple[str, str, int, str]]] = {}
+
+
+def _project_row(p: Path, settings: dict) -> tuple[str, str, int, str] | None:
+    """(name, purpose, documents, last update) of a project, re-read only when its files changed."""
+    stamps = []
+    for name in ("manifest.json", "project.md"):
+        try:
+            st = (p / name).stat()
+            stamps.append((st.st_mtime_ns, st.st_size))
+        except FileNotFoundError:
+            stamps.append(None)
+    key = str(p)
+    hit = _SUMMARIES.get(key)
+    if hit and hit[0] == tuple(stamps):
+        return hit[1]
+    try:
+        manifest = Manifest.load(p / "manifest.json", p.name, "")
+    except Exception:
+        return None
+    pm = ProjectMd.load(p / "project.md", p.name, settings["project"]["language"])
+    last = (manifest.data.get("last_ingest") or "").replace("T", " ")
+    row = (p.name, project_purpose(pm, manifest), len(manifest.active_files()), last)
+    _SUMMARIES[key] = (tuple(stamps), row)
+    return row
+
+
+def remember_project(p: Path, pm: ProjectMd, manifest: Manifest) -> None:
+    """Record a project's row from the in-memory files a session just committed."""
+    stamps = []
+    for name in ("manifest.json", "project.md"):
+        try:
+            st = (p / name).stat()
+            stamps.append((st.st_mtime_ns, st.st_size))
+        except FileNotFoundError:
+            stamps.append(None)
+    last = (manifest.data.get("last_ingest") or "").replace("T", " ")
+    _SUMMARIES[str(p)] = (tuple(stamps), (p.name, project_purpose(pm, manifest), len(manifest.active_files()), last))
+
+
 def write_root_file(root: Path, settings: dict) -> None:
     """Rewrite <root>/data_structure.md from every project's files."""
-    rows = []
-    for p in discover_projects(root):
-        try:
-            manifest = Manifest.load(p / "manifest.json", p.name, "")
-        except Exception:
-            continue
-        pm = ProjectMd.load(p / "project.md", p.name, settings["project"]["language"])
-        last = (manifest.data.get("last_ingest") or "").replace("T", " ")
-        rows.append((p.name, project_purpose(pm, manifest), len(manifest.active_files()), last))
+    rows = [r for r in (_project_row(p, settings) for p in discover_projects(root)) if r is not None]
     with _ROOT_LOCK:
         atomic_write(root / FILE_NAME, render_root(root.name, rows, human_minute(now_local())), fsync=False)

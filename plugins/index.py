@@ -14,7 +14,7 @@ from pipeline import hookimpl
 from pipeline.formats.manifest import session_manifest
 from pipeline.formats.project_md import session_project_md
 from pipeline.stage import RunContext, Stage
-from plugins._navigation import open_index, project_purpose, write_folder_files, write_root_file
+from plugins._navigation import open_index, project_purpose, remember_project, write_folder_files, write_root_file
 
 
 def _flush(session, settings) -> None:
@@ -32,9 +32,10 @@ def _flush(session, settings) -> None:
 
 def _navigation(session, settings) -> None:
     folders = session.cached("index.folders", set)
-    manifest = session_manifest(session)
-    write_folder_files(session.path, set(folders), manifest, project_purpose(session_project_md(session), manifest))
+    manifest, pm = session_manifest(session), session_project_md(session)
+    write_folder_files(session.path, set(folders), manifest, project_purpose(pm, manifest))
     folders.clear()
+    remember_project(session.path, pm, manifest)
     write_root_file(session.path.parent, settings)
 
 

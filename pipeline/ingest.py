@@ -16,7 +16,9 @@ def run_ingest(kb: KnowledgeBase, names: list[str], progress: bool = False) -> t
     lock.acquire("kbwatch watch is running on this root (pid {pid}) and ingests sources/ itself; "
                  "`kbwatch status` shows its progress")
     try:
-        return _ingest(kb, names, progress)
+        totals = _ingest(kb, names, progress)
+        kb.end_work()  # a clean end: the next start need not look for temp files
+        return totals
     finally:
         lock.release()
 

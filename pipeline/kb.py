@@ -181,16 +181,29 @@ class KnowledgeBase:
             n += 1
         return n
 
+    def begin_work(self) -> bool:
+        """Mark the root busy (under the service lock); True if the last worker did not end cleanly."""
+        marker = self.state / "busy"
+        crashed = marker.exists()
+        self.state.mkdir(parents=True, exist_ok=True)
+        marker.write_text(f"{os.getpid()}\n")
+        return crashed
+
+    def end_work(self) -> None:
+        (self.state / "busy").unlink(missing_ok=True)
+
     def recover(self) -> int:
         """Finish or fail runs a crash left ``running``; returns how many.
 
-        Also removes temp files of interrupted atomic writes. A run cut short
-        by a crash counts as an attempt, so a file that crashes the service
-        every time stops being retried after ``retry.max_attempts``.
+        After a crash (the busy marker was left behind) it also removes temp
+        files of interrupted atomic writes. A run cut short by a crash counts
+        as an attempt, so a file that crashes the service every time stops
+        being retried after ``retry.max_attempts``.
         """
-        removed = self.remove_temp_files()
-        if removed:
-            logger.info("removed {} temp file(s) left by an interrupted run", removed)
+        if self.begin_work():
+            removed = self.remove_temp_files()
+            if removed:
+                logger.info("removed {} temp file(s) left by an interrupted run", removed)
         stale = self.journal.running_runs()
         for row in stale:
             project = self.root / row["project"]

@@ -239,6 +239,7 @@ def run_service(kb: KnowledgeBase) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         service.run()
+        kb.end_work()
     finally:
         lock.release()
     return 0

@@ -3,11 +3,12 @@ handle and the data_structure.md files."""
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
 from pipeline.config import state_dir
-from pipeline.formats.data_structure import FILE_NAME, folder_listing, render_folder, render_root
+from pipeline.formats.data_structure import FILE_NAME, folder_tree, render_folder, render_root
 from pipeline.formats.manifest import Manifest
 from pipeline.formats.project_md import HEADINGS, ProjectMd
 from pipeline.fsutil import atomic_write, human_minute, now_local
@@ -46,9 +47,24 @@ def project_purpose(pm: ProjectMd, manifest: Manifest) -> str:
     return ("Documents: " + ", ".join(names[:5]) + ("…" if len(names) > 5 else "")) if names else "No documents yet."
 
 
-def write_folder_files(project: Path, folders: set[str], manifest: Manifest, purpose: str) -> None:
-    """Rewrite parsed/<folder>/data_structure.md for the given folders and their ancestors."""
-    ext_of = {str(project / f["parsed"]): f["ext"] for f in manifest.active_files()}
+def write_folder_files(project: Path, folders: set[str], manifest: Manifest, purpose: str,
+                       sizes: dict[str, int] | None = None) -> None:
+    """Rewrite parsed/<folder>/data_structure.md for the given folders and their ancestors.
+
+    ``sizes`` maps parsed paths to byte sizes already known (kept by the
+    caller across commits); the others are stat'ed once and added to it.
+    """
+    sizes = {} if sizes is None else sizes
+    entries = []
+    for f in manifest.active_files():
+        rel = f["parsed"]
+        if rel not in sizes:
+            try:
+                sizes[rel] = os.stat(os.path.join(project, rel)).st_size
+            except OSError:
+                continue
+        entries.append((rel, f["ext"], sizes[rel]))
+    tree = folder_tree(entries)
     todo: set[str] = set()
     for folder in folders:
         parts = [p for p in folder.split("/") if p]
@@ -59,10 +75,10 @@ def write_folder_files(project: Path, folders: set[str], manifest: Manifest, pur
         path = project / "parsed" / folder if folder else project / "parsed"
         if not path.is_dir():
             continue
-        subdirs, files = folder_listing(path, ext_of)
+        subdirs, files = tree.get(folder, ({}, []))
         title = f"{project.name}/parsed/{folder}" if folder else f"{project.name}/parsed"
         text = purpose if not folder else f"Documents of {project.name} under {folder}/."
-        atomic_write(path / FILE_NAME, render_folder(title, text, subdirs, files, when), fsync=False)
+        atomic_write(path / FILE_NAME, render_folder(title, text, sorted(subdirs.items()), files, when), fsync=False)
 
 
 _SUMMARIES: dict[str, tuple[tuple, tuple[str, str, int, str]]] = {}

@@ -33,7 +33,8 @@ def _flush(session, settings) -> None:
 def _navigation(session, settings) -> None:
     folders = session.cached("index.folders", set)
     manifest, pm = session_manifest(session), session_project_md(session)
-    write_folder_files(session.path, set(folders), manifest, project_purpose(pm, manifest))
+    sizes = session.cached("index.sizes", dict)
+    write_folder_files(session.path, set(folders), manifest, project_purpose(pm, manifest), sizes)
     folders.clear()
     remember_project(session.path, pm, manifest)
     write_root_file(session.path.parent, settings)
@@ -47,7 +48,9 @@ class IndexStage(Stage):
 
     def run(self, ctx: RunContext) -> str | None:
         session, settings = ctx.project, ctx.settings
-        session.cached("index.pending", dict)[ctx.parsed_path] = ctx.stash["archive.parsed_text"]
+        text = ctx.stash["archive.parsed_text"]
+        session.cached("index.pending", dict)[ctx.parsed_path] = text
+        session.cached("index.sizes", dict)[ctx.parsed_path] = len(text.encode("utf-8"))
         session.cached("index.folders", set).add(ctx.name.rpartition("/")[0])
         session.defer("index", lambda: _flush(session, settings))
         session.after_commit("index.navigation", lambda: _navigation(session, settings))

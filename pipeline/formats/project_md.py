@@ -69,6 +69,8 @@ def _split_row(line: str) -> list[str]:
         body = body[1:]
     if body.endswith("|") and not body.endswith("\\|"):
         body = body[:-1]
+    if "\\" not in body:  # the common case: nothing escaped
+        return [c.strip() for c in body.split("|")]
     cells, cur, i = [], [], 0
     while i < len(body):
         ch = body[i]

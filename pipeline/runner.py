@@ -147,6 +147,11 @@ class Runner:
         """Start (and warm up) the parse workers now rather than on the first file."""
         self._worker_pool().prestart()
 
+    def reap_idle_workers(self, max_idle: float) -> int:
+        with self._pool_lock:
+            pool = self._pool
+        return pool.reap(max_idle) if pool is not None else 0
+
     def offload(self, fn: Callable, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
         return self._worker_pool().call(fn, *args, timeout=timeout, **kwargs)
 

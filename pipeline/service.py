@@ -174,8 +174,6 @@ class WatchService:
         if recovered:
             logger.info("recovered {} interrupted run(s)", recovered)
         self.runner.start(svc["workers"] + 1)
-        if self.settings["stages"]["parse"]["isolate"] is not False:
-            self.runner.prestart_workers()
         self.refresh_projects()
         self.observer.start()
         logger.info("kbwatch watching {} with {}", self.root, self.observer_kind)
@@ -207,6 +205,8 @@ class WatchService:
                 if now >= next_beat:
                     self.heartbeat()
                     next_beat = now + svc["heartbeat_seconds"]
+                    # parse workers hold ~250 MB each: an idle service gives that back
+                    self.runner.reap_idle_workers(svc["worker_idle_seconds"])
                 self.stop_event.wait(tick)
         finally:
             self.shutdown()

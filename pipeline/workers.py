@@ -76,6 +76,7 @@ class _Worker:
         child.close()
         self.tasks = 0
         self.ready = False
+        self.last_used = time.monotonic()
 
     def wait_ready(self, limit: float = 300.0) -> None:
         """Wait until the worker finished its warm-up (not counted in task timeouts)."""
@@ -133,6 +134,26 @@ class WorkerPool:
             while not self._closed and self._started < self.size:
                 self._started += 1
                 self._idle.put(_Worker(self.memory_mb, self.warmup))
+
+    def reap(self, max_idle: float) -> int:
+        """Stop workers idle for longer than ``max_idle`` seconds (an idle service
+        gives their memory back; the next rich file starts one again)."""
+        stopped, keep = 0, []
+        with self._lock:
+            while True:
+                try:
+                    w = self._idle.get_nowait()
+                except queue.Empty:
+                    break
+                if time.monotonic() - w.last_used > max_idle:
+                    w.stop()
+                    self._started -= 1
+                    stopped += 1
+                else:
+                    keep.append(w)
+            for w in reversed(keep):
+                self._idle.put(w)
+        return stopped
 
     def _too_big(self, w: _Worker) -> bool:
         """Recycle a worker whose memory grew past 3/4 of its cap (or 1.5 GB uncapped)."""
@@ -213,6 +234,7 @@ class WorkerPool:
                     )
             healthy = True
             w.tasks += 1
+            w.last_used = time.monotonic()
         finally:
             self._release(w, healthy)
         if status == "ok":

@@ -84,7 +84,8 @@ class ProjectSession:
         self._durable: set[Path] = set()
         self._after: dict[str, Callable[[], None]] = {}
         self.pending_runs: list[Any] = []  # runs whose stages finished, awaiting commit
-        self.active = 0  # runs queued or in flight for this project
+        self.active = 0  # runs queued or in flight for this project (guarded by count_lock)
+        self.count_lock = threading.Lock()  # never held long: submit must not wait for a commit
         self.first_pending_at: float | None = None
         self.last_commit_seconds = 0.0
 

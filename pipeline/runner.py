@@ -174,7 +174,7 @@ class Runner:
                 return False
             self._keys.add(job.key)
         s = self.session(project)
-        with s.lock:
+        with s.count_lock:
             s.active += 1
         with self._idle:
             self._in_flight += 1
@@ -229,7 +229,7 @@ class Runner:
             self._keys.discard(job.key)
         if not processed:  # never reached process(): it still counts as active
             s = self.session(job.project)
-            with s.lock:
+            with s.count_lock:
                 s.active -= 1
         with self._idle:
             self._in_flight -= 1
@@ -252,8 +252,10 @@ class Runner:
                 if not parked:
                     session = self.session(job.project)
                     with session.lock:
-                        session.active -= 1
-                        if session.active == 0 and session.pending_runs:
+                        with session.count_lock:
+                            session.active -= 1
+                            idle = session.active == 0
+                        if idle and session.pending_runs:
                             self.flush(session)
                     self._release(job)
 
@@ -378,14 +380,16 @@ class Runner:
                     except Exception:
                         logger.exception("finish of stage {} failed", stage.name)
             session.pending_runs.append(run)
-            session.active -= 1
+            with session.count_lock:
+                session.active -= 1
+                idle = session.active == 0
             if session.first_pending_at is None:
                 session.first_pending_at = time.monotonic()
             svc = self.settings["service"]
             # a commit costs O(project size): space them so they stay a small share of the time
             interval = max(svc["commit_interval_seconds"], 4 * session.last_commit_seconds)
             due = (
-                session.active == 0
+                idle
                 or len(session.pending_runs) >= svc["commit_batch"]
                 or time.monotonic() - session.first_pending_at >= interval
                 or self._stopping.is_set()

@@ -421,6 +421,13 @@ class Runner:
         """Commit a project's pending runs (call under ``session.lock``)."""
         runs, session.pending_runs = session.pending_runs, []
         session.first_pending_at = None
+        try:
+            self._commit_runs(session, runs)
+        finally:
+            for run in runs:
+                self._release(run.job)  # committed (or given up): the file may be queued again
+
+    def _commit_runs(self, session: ProjectSession, runs: list[FinishedRun]) -> None:
         checkpoint("commit:before")
         t0 = time.monotonic()
         try:
@@ -505,8 +512,6 @@ class Runner:
                 logger.exception("a kb_run_finished hook failed")
             level = "INFO" if run.outcome in ("done", "duplicate") else "WARNING"
             logger.log(level, "{} {}: {} {}", run.outcome, session.name, row["source"], run.message)
-        for run in runs:
-            self._release(run.job)  # committed: the file may be queued again
 
 
 # -- helpers -----------------------------------------------------------------

@@ -433,6 +433,8 @@ class Runner:
         try:
             _retry_transient(lambda: _commit(session), self.settings)
             session.last_commit_seconds = time.monotonic() - t0
+            logger.debug("committed {} run(s) of {} in {:.0f} ms", len(runs), session.name,
+                         session.last_commit_seconds * 1000)
         except Exception as exc:
             logger.error("commit of {} failed: {}", session.name, exc)
             session.discard()

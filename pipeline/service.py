@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 from loguru import logger
+from watchdog.events import DirCreatedEvent, DirMovedEvent, FileClosedEvent, FileCreatedEvent, FileMovedEvent
+from watchdog.observers.polling import PollingObserver
 
 from pipeline.errors import ConfigError
 from pipeline.fsutil import display_path
@@ -77,6 +79,13 @@ class WatchService:
             kb.root, kb.settings["ignore"]["patterns"], self.tracker.touch, self._scan_tree, self._new_dir
         )
         self._watches: dict[str, object] = {}
+        # inotify: ask the kernel only for what the tracker needs. A file's writes
+        # end with a close (IN_CLOSE_WRITE); growing files are re-checked by the
+        # tracker itself, so per-write "modified" events are only cost. The
+        # polling observer has no close events and keeps its default set.
+        self._event_filter = None if isinstance(self.observer, PollingObserver) else [
+            FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent, DirMovedEvent,
+        ]
         self._watch_lock = threading.Lock()
         self.started_at = time.time()
 
@@ -87,7 +96,9 @@ class WatchService:
             if key in self._watches:
                 return
             try:
-                self._watches[key] = self.observer.schedule(self.handler, str(path), recursive=recursive)
+                self._watches[key] = self.observer.schedule(
+                    self.handler, str(path), recursive=recursive, event_filter=self._event_filter
+                )
             except (OSError, FileNotFoundError) as exc:
                 logger.warning("cannot watch {}: {}", path, exc)
 

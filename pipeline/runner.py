@@ -29,7 +29,7 @@ from loguru import logger
 from pipeline.config import state_dir
 from pipeline.errors import StageError, StopRun, TransientError
 from pipeline.formats.run_record import build_record
-from pipeline.fsutil import atomic_write, display_path, fsync_paths, new_run_id, sha256_file, utc_iso
+from pipeline.fsutil import atomic_write, display_path, new_run_id, sha256_file, utc_iso
 from pipeline.journal import Journal
 from pipeline.model import RunRecord
 from pipeline.parsing import worker_warmup
@@ -443,7 +443,7 @@ class Runner:
                     run.outcome, run.retryable, run.reason = "failed", True, "commit failed"
                     run.message = run.error = f"could not write the project's files: {exc}"
         checkpoint("commit:after")
-        rows, stage_rows, finding_rows, records = [], [], [], []
+        rows, stage_rows, finding_rows = [], [], []
         pending = None
         for run in runs:
             ctx = run.ctx
@@ -461,7 +461,6 @@ class Runner:
                 atomic_write(session.path / rec_rel, json.dumps(record, ensure_ascii=False) + "\n", fsync=False)
             except OSError as exc:
                 logger.error("cannot write {}: {}", rec_rel, exc)
-            records.append(session.path / rec_rel)
             finished = utc_iso()
             attempts = run.job.attempt
             rows.append({
@@ -478,7 +477,8 @@ class Runner:
                 for f in ctx.findings:
                     finding_rows.append(_finding_row(run, session.name, f))
             self.totals[run.outcome] = self.totals.get(run.outcome, 0) + 1
-        fsync_paths(records)
+        # run records are history, written after the sources left: the kernel flushes them
+        # (DESIGN §2 requires durability of archive, parsed, manifest and project.md only)
         checkpoint("records:written")
         try:
             if any(r["outcome"] == "done" for r in rows):

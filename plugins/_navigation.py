@@ -84,18 +84,24 @@ def write_folder_files(project: Path, folders: set[str], manifest: Manifest, pur
 _SUMMARIES: dict[str, tuple[tuple, tuple[str, str, int, str]]] = {}
 
 
-def _project_row(p: Path, settings: dict) -> tuple[str, str, int, str] | None:
-    """(name, purpose, documents, last update) of a project, re-read only when its files changed."""
-    stamps = []
+def _stamps(p: Path) -> tuple:
+    """(mtime_ns, size) of manifest.json and project.md: what a project's row depends on."""
+    out = []
     for name in ("manifest.json", "project.md"):
         try:
             st = (p / name).stat()
-            stamps.append((st.st_mtime_ns, st.st_size))
+            out.append((st.st_mtime_ns, st.st_size))
         except FileNotFoundError:
-            stamps.append(None)
+            out.append(None)
+    return tuple(out)
+
+
+def _project_row(p: Path, settings: dict) -> tuple[str, str, int, str] | None:
+    """(name, purpose, documents, last update) of a project, re-read only when its files changed."""
+    stamps = _stamps(p)
     key = str(p)
     hit = _SUMMARIES.get(key)
-    if hit and hit[0] == tuple(stamps):
+    if hit and hit[0] == stamps:
         return hit[1]
     try:
         manifest = Manifest.load(p / "manifest.json", p.name, "")
@@ -104,21 +110,14 @@ def _project_row(p: Path, settings: dict) -> tuple[str, str, int, str] | None:
     pm = ProjectMd.load(p / "project.md", p.name, settings["project"]["language"])
     last = (manifest.data.get("last_ingest") or "").replace("T", " ")
     row = (p.name, project_purpose(pm, manifest), len(manifest.active_files()), last)
-    _SUMMARIES[key] = (tuple(stamps), row)
+    _SUMMARIES[key] = (stamps, row)
     return row
 
 
 def remember_project(p: Path, pm: ProjectMd, manifest: Manifest) -> None:
     """Record a project's row from the in-memory files a session just committed."""
-    stamps = []
-    for name in ("manifest.json", "project.md"):
-        try:
-            st = (p / name).stat()
-            stamps.append((st.st_mtime_ns, st.st_size))
-        except FileNotFoundError:
-            stamps.append(None)
     last = (manifest.data.get("last_ingest") or "").replace("T", " ")
-    _SUMMARIES[str(p)] = (tuple(stamps), (p.name, project_purpose(pm, manifest), len(manifest.active_files()), last))
+    _SUMMARIES[str(p)] = (_stamps(p), (p.name, project_purpose(pm, manifest), len(manifest.active_files()), last))
 
 
 def write_root_file(root: Path, settings: dict) -> None:

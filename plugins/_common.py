@@ -63,6 +63,17 @@ def check_size(path: Path, settings: Any) -> int:
     return size
 
 
+def claim(path, ext: str | None, extensions, settings: Any) -> tuple[Path, str] | None:
+    """The opening of every parser's ``kb_parse``: None when ``ext`` is not one of
+    ``extensions`` ("not mine"), else ``(path, ext)`` after the size bound."""
+    ext = (ext or Path(path).suffix).lower()
+    if ext not in extensions:
+        return None
+    path = Path(path)
+    check_size(path, settings)
+    return path, ext
+
+
 def head(path: Path, n: int = 8) -> bytes:
     with open(path, "rb") as fh:
         return fh.read(n)

@@ -26,13 +26,12 @@ import re
 import shutil
 import subprocess
 import tempfile
-from pathlib import Path
 
 from pipeline import hookimpl
 from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import check_size, collapse_cjk_spaces, head, md_table, option
+from plugins._common import claim, collapse_cjk_spaces, head, md_table, option
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 
@@ -51,11 +50,10 @@ def kb_parser_info():
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    ext = (ext or Path(path).suffix).lower()
-    if ext != ".pdf":
+    claimed = claim(path, ext, (".pdf",), settings)
+    if claimed is None:
         return None
-    path = Path(path)
-    check_size(path, settings)
+    path, ext = claimed
     if b"%PDF" not in head(path, 1024):
         raise PermanentError(f"{path.name} is not a PDF (no %PDF header)", reason="corrupt")
     import pypdfium2 as pdfium

@@ -11,13 +11,12 @@ entities, encrypted OLE file → ``encrypted``).
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from pipeline import hookimpl
 from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import check_size, check_zip_container, md_table
+from plugins._common import claim, check_zip_container, md_table
 
 EXTENSIONS = (".pptx", ".pptm")
 _GENERIC_TITLES = {"", "powerpoint presentation", "presentation", "powerpoint-präsentation", "演示文稿", "幻灯片 1"}
@@ -38,11 +37,10 @@ def kb_parser_info():
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    ext = (ext or Path(path).suffix).lower()
-    if ext not in EXTENSIONS:
+    claimed = claim(path, ext, EXTENSIONS, settings)
+    if claimed is None:
         return None
-    path = Path(path)
-    check_size(path, settings)
+    path, ext = claimed
     check_zip_container(path, settings, "pptx")
     from pptx import Presentation
 

@@ -21,13 +21,12 @@ from __future__ import annotations
 import csv
 import io
 import re
-from pathlib import Path
 
 from pipeline import hookimpl
 from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import check_size, decode_bytes, fenced, md_table
+from plugins._common import claim, decode_bytes, fenced, md_table
 
 TEXT_EXTS = (".md", ".markdown", ".txt", ".text", ".log", ".rst", ".org")
 TABLE_EXTS = (".csv", ".tsv")
@@ -51,11 +50,10 @@ def kb_parser_info():
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    ext = (ext or Path(path).suffix).lower()
-    if ext not in EXTENSIONS:
+    claimed = claim(path, ext, EXTENSIONS, settings)
+    if claimed is None:
         return None
-    path = Path(path)
-    check_size(path, settings)
+    path, ext = claimed
     text, encoding = decode_bytes(path.read_bytes(), path.name)
     text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
     title = None

@@ -28,7 +28,7 @@ from pipeline import hookimpl
 from pipeline.errors import PermanentError, StageError, TransientError
 from pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import OLE_MAGIC, ZIP_MAGIC, check_size, check_zip_container, decode_bytes, head
+from plugins._common import OLE_MAGIC, ZIP_MAGIC, claim, check_zip_container, decode_bytes, head
 
 ZIPPED = {".docx": "docx", ".odt": "odt", ".epub": "epub"}
 PANDOC = (".odt", ".rtf", ".epub")
@@ -118,11 +118,10 @@ def kb_worker_started(settings):
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    ext = (ext or Path(path).suffix).lower()
-    if ext not in EXTENSIONS:
+    claimed = claim(path, ext, EXTENSIONS, settings)
+    if claimed is None:
         return None
-    path = Path(path)
-    check_size(path, settings)
+    path, ext = claimed
     if ext in LEGACY:  # a new-format or RTF file saved under the old name
         magic = head(path, 8)
         if magic.startswith(ZIP_MAGIC) and ext == ".ppt":

@@ -23,7 +23,7 @@ from pipeline import hookimpl
 from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import OLE_MAGIC, check_size, check_zip_container, head, md_table, option
+from plugins._common import OLE_MAGIC, claim, check_zip_container, head, md_table, option
 
 EXTENSIONS = (".xlsx", ".xlsm", ".xls")
 
@@ -42,11 +42,10 @@ def kb_parser_info():
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    ext = (ext or Path(path).suffix).lower()
-    if ext not in EXTENSIONS:
+    claimed = claim(path, ext, EXTENSIONS, settings)
+    if claimed is None:
         return None
-    path = Path(path)
-    check_size(path, settings)
+    path, ext = claimed
     limit = option(settings, "max_table_rows")
     magic = head(path, 8)
     if ext == ".xls" and magic == OLE_MAGIC:

@@ -267,3 +267,29 @@ def test_search_documents_text_fetched_for_kept_chunks_only(tmp_path):
     by_id = {h.chunk_id: h.text for h in ix.document_chunks("p", "parsed/guide.md")}
     assert all(by_id[c.chunk_id] == c.text for c in with_text[0].chunks)
     ix.close()
+
+
+def test_line_initial_terms_weigh_more(tmp_path):
+    """A note that is about a subject (names it at the start of a line) ranks
+    above one that mentions it in passing, all else equal."""
+    ix = SearchIndex(tmp_path / "s.sqlite3")
+    with ix.batch():
+        ix.upsert_document("p", "parsed/a.md", "a", parsed("a", "our clusters run kubernetes"))
+        ix.upsert_document("p", "parsed/b.md", "b", parsed("b", "kubernetes runs our clusters"))  # same words
+    hits = ix.search_documents("p", "kubernetes")
+    assert [h.doc_path for h in hits] == ["parsed/b.md", "parsed/a.md"]
+    assert hits[0].score > hits[1].score * 1.1
+
+
+def test_prepared_documents_index_exactly_like_upsert(tmp_path):
+    """prepare_document (run outside the project lock) + upsert_prepared == upsert_document."""
+    a, b = SearchIndex(tmp_path / "a.sqlite3"), SearchIndex(tmp_path / "b.sqlite3")
+    with a.batch(), b.batch():
+        for path, (name, body) in DOCS.items():
+            a.upsert_document("p", path, name, parsed(name, body))
+            assert b.upsert_prepared("p", b.prepare_document(path, name, parsed(name, body)))
+    assert not b.upsert_prepared("p", b.prepare_document("parsed/网关.md", "网关", parsed("网关", DOCS["parsed/网关.md"][1])))
+    for q in ("rate limiting", "王沈是哪里人", "限流算法", "finance team"):
+        ha = [(h.doc_path, round(h.score, 9)) for h in a.search_documents("p", q)]
+        hb = [(h.doc_path, round(h.score, 9)) for h in b.search_documents("p", q)]
+        assert ha == hb and ha, q

@@ -79,3 +79,16 @@ def test_particle_de_breaks_runs_without_unigram():
     assert "的" not in tokenize("目的")
     # a query and its answer sentence still share the content bigrams
     assert {"树叶", "形状"} <= set(tokenize("纽西兰鸡毛松的树叶是什么形状的？"))
+
+
+def test_what_is_x_and_x_is_what_tokenise_alike():
+    # "什么是棱柱" and "棱柱是什么" ask the same question; both match a definition "棱柱是…"
+    assert tokenize("什么是棱柱") == tokenize("棱柱是什么")
+    assert "柱是" in tokenize("棱柱是一种多面体")
+
+
+def test_which_words_break_runs_whole():
+    # 哪些 / 哪里 leave no stray 些 / 里 behind (those would match 一些, 这些, 里面)
+    toks = tokenize("哪些城市")
+    assert "些" not in toks and "些城" not in toks
+    assert toks == ["城", "城市", "市"]

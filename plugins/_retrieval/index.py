@@ -24,6 +24,15 @@ chunk's term frequencies with weight ``title_weight``. Latin words and CJK
 character n-grams get their own saturation parameters (k1, b): character
 n-grams are sub-word units, so their term frequency saturates much faster
 and length matters less (tuned on SciFact train and CMRC 2018 trial only).
+
+Line-initial (lead) position: the first tokens of every line of a chunk (a
+title, a heading, the start of a paragraph or of a one-sentence note) name
+what the line is about, so each occurrence at token position ``i`` of its
+line adds ``LEAD_WEIGHT * exp(-i / LEAD_DECAY)`` to the term frequency
+(a BM25F-style implicit "lead" field; the chunk length is unchanged). CJK
+n-grams use the BM25L lower bound (Lv & Zhai 2011): ``LOWER_DELTA_CJK`` is added
+to the length-normalised term frequency before saturation, so a match in a
+long chunk is not normalised towards zero.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ import hashlib
 import math
 import sqlite3
 import threading
-from collections import Counter, defaultdict
+from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -48,6 +57,8 @@ SCHEMA_VERSION = "1"
 # BM25 parameters (see module doc). Latin words: the usual Lucene/bm25s values.
 K1_WORD, B_WORD = 1.5, 0.75
 K1_CJK, B_CJK = 0.4, 0.15
+LOWER_DELTA_CJK = 0.5  # BM25L delta for CJK n-grams
+LEAD_WEIGHT, LEAD_DECAY = 3.0, 3.0  # line-initial position bonus (see module doc)
 TITLE_WEIGHT = 0.5
 MERGE_FACTOR = 4
 
@@ -105,6 +116,17 @@ class _Pending:
     lens: list[float] = field(default_factory=list)
     chunk_ids: list[int] = field(default_factory=list)
     dropped: set[int] = field(default_factory=set)
+
+
+@dataclass
+class PreparedDocument:
+    """A chunked, tokenised document ready to store (``SearchIndex.prepare_document``)."""
+
+    path: str
+    title: str
+    digest: str
+    n_lines: int
+    rows: list  # (term frequencies, length, Chunk) per chunk
 
 
 def _clean(s: str) -> str:
@@ -226,7 +248,8 @@ class SearchIndex:
         db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
 
     def _fingerprint(self) -> str:
-        return f"schema={SCHEMA_VERSION};tok={TOKENIZER_VERSION};tw={self.title_weight};mc={self.max_chars}"
+        return (f"schema={SCHEMA_VERSION};tok={TOKENIZER_VERSION};tw={self.title_weight};mc={self.max_chars}"
+                f";lead={LEAD_WEIGHT},{LEAD_DECAY}")
 
     def _drop_all(self) -> None:
         for t in ("projects", "docs", "chunks", "segments", "postings", "deleted"):
@@ -285,6 +308,30 @@ class SearchIndex:
             return None
         return self._db.execute("INSERT INTO projects (name) VALUES (?)", (project,)).lastrowid
 
+    def prepare_document(self, doc_path: str, title: str, text: str) -> "PreparedDocument":
+        """Chunk and tokenise one parsed document without touching the database.
+
+        Pure CPU work and thread-safe: the pipeline runs it outside the
+        project lock and hands the result to ``upsert_prepared`` at commit.
+        """
+        text, title = _clean(text), _clean(title)
+        digest = hashlib.sha256(f"{title}\0{text}".encode("utf-8")).hexdigest()
+        kwargs = {"max_chars": self.max_chars} if self.max_chars else {}
+        chunks = chunk_markdown(text, **kwargs)
+        n_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        meta_base = f"{title}\n{_doc_stem(doc_path)}"
+        tw = self.title_weight
+        rows = []
+        for ch in chunks:
+            tf, length = _body_tf(ch.index_text)
+            if tw:
+                meta_terms = set(tokenize(f"{meta_base}\n{ch.heading}"))
+                for t in meta_terms:
+                    tf[t] = tf.get(t, 0.0) + tw
+                length += tw * len(meta_terms)
+            rows.append((tf, length, ch))
+        return PreparedDocument(doc_path, title, digest, n_lines, rows)
+
     def upsert_document(self, project: str, doc_path: str, title: str, text: str, *, force: bool = False) -> bool:
         """Index (or re-index) one parsed document, replacing its chunks.
 
@@ -302,16 +349,24 @@ class SearchIndex:
             ).fetchone()
             if row is not None and row[1] == digest and not force:
                 return False
+        return self.upsert_prepared(project, self.prepare_document(doc_path, title, text), force=force)
+
+    def upsert_prepared(self, project: str, doc: "PreparedDocument", *, force: bool = False) -> bool:
+        """Store a document made by ``prepare_document`` (same settings)."""
+        with self.batch():
+            pid = self._project_id(project, create=True)
+            row = self._db.execute(
+                "SELECT id, hash FROM docs WHERE project_id=? AND path=?", (pid, doc.path)
+            ).fetchone()
+            if row is not None and row[1] == doc.digest and not force:
+                return False
             if row is not None:
                 self._delete_doc(pid, row[0])
-            kwargs = {"max_chars": self.max_chars} if self.max_chars else {}
-            chunks = chunk_markdown(text, **kwargs)
-            n_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
             doc_id = self._db.execute(
                 "INSERT INTO docs (project_id, path, title, hash, n_chunks, n_lines) VALUES (?,?,?,?,?,?)",
-                (pid, doc_path, title, digest, len(chunks), n_lines),
+                (pid, doc.path, doc.title, doc.digest, len(doc.rows), doc.n_lines),
             ).lastrowid
-            self._add_chunks(pid, doc_id, doc_path, title, chunks)
+            self._add_chunks(pid, doc_id, doc.rows)
             return True
 
     def upsert_documents(self, project: str, docs: Iterable[tuple[str, str, str]]) -> int:
@@ -323,25 +378,11 @@ class SearchIndex:
                 n += self.upsert_document(project, doc_path, title, text)
         return n
 
-    def _add_chunks(self, pid: int, doc_id: int, doc_path: str, title: str, chunks: list[Chunk]) -> None:
+    def _add_chunks(self, pid: int, doc_id: int, rows: list[tuple[dict[str, float], float, Chunk]]) -> None:
         pend = self._pending.get(pid)
         if pend is None:
             pend = self._pending[pid] = _Pending()
-        meta_base = f"{title}\n{_doc_stem(doc_path)}"
-        tw = self.title_weight
-        rows = []
-        added_len = 0.0
-        for ch in chunks:
-            body = Counter(tokenize(ch.index_text))
-            length = float(sum(body.values()))
-            tf: dict[str, float] = dict(body)
-            if tw:
-                meta_terms = set(tokenize(f"{meta_base}\n{ch.heading}"))
-                for t in meta_terms:
-                    tf[t] = tf.get(t, 0.0) + tw
-                length += tw * len(meta_terms)
-            rows.append((tf, length, ch))
-            added_len += length
+        added_len = sum(length for _, length, _ in rows)
         # chunk ids: insert rows first (seg_id filled at flush time with a placeholder 0)
         for tf, length, ch in rows:
             cid = self._db.execute(
@@ -666,11 +707,14 @@ class SearchIndex:
                 continue
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             if _is_cjk_term(term):
-                k1, b = self.k1_cjk, self.b_cjk
+                k1, b, delta = self.k1_cjk, self.b_cjk, LOWER_DELTA_CJK
             else:
-                k1, b = self.k1_word, self.b_word
-            tf = tfs.astype(np.float64)
-            s = idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lens.astype(np.float64) / avgdl))
+                k1, b, delta = self.k1_word, self.b_word, 0.0
+            # BM25 (delta = 0) / BM25L: c = tf / length norm + delta; idf * (k1 + 1) * c / (k1 + c)
+            c = tfs.astype(np.float64) / (1.0 - b + b * lens.astype(np.float64) / avgdl)
+            if delta:
+                c += delta
+            s = idf * (k1 + 1.0) * c / (k1 + c)
             all_ids.append(ids)
             all_scores.append(s)
         if not all_ids:
@@ -752,6 +796,27 @@ class SearchIndex:
             qs = ",".join("?" * len(part))
             out.update(self._db.execute(f"SELECT id, text FROM chunks WHERE id IN ({qs})", part).fetchall())
         return out
+
+
+_LEAD = [LEAD_WEIGHT * math.exp(-i / LEAD_DECAY) for i in range(64)]
+_LEAD = [w for w in _LEAD if w >= 1e-3]
+
+
+def _body_tf(text: str) -> tuple[dict[str, float], float]:
+    """Term frequencies of a chunk's text with the line-initial (lead) bonus,
+    and its length in tokens (the bonus does not count in the length)."""
+    tf: dict[str, float] = {}
+    n = 0
+    lead = _LEAD
+    k = len(lead)
+    for line in text.split("\n"):
+        toks = tokenize(line)
+        if not toks:
+            continue
+        n += len(toks)
+        for i, t in enumerate(toks):
+            tf[t] = tf.get(t, 0.0) + (1.0 + lead[i] if i < k else 1.0)
+    return tf, float(n)
 
 
 def _walk(top: Path):

@@ -7,13 +7,13 @@
   6月 or 第3名), stop words dropped, Snowball-stemmed (PyStemmer,
   ``english``).
 * CJK (Han, kana, Hangul) runs: overlapping character bigrams plus unigrams,
-  in text order. ``tokenize("王沈是哪里人")`` gives
-  ``王 王沈 沈 沈是 哪 里 里人 人``... (see the tests).
-  Question words (什么 为什么 怎么 怎样 如何 多少 哪 谁 吗 呢) and the particle
-  的 split a run: no bigram spans them and they give no unigram. A handful of
-  further interrogative bigrams (哪里, 是否 ...) are dropped, and so are the
-  unigrams of the most frequent function characters (了 是 在 和 ...), which
-  still take part in bigrams.
+  in text order. ``tokenize("王沈是哪里人")`` gives ``王 王沈 沈 沈是 人``
+  (see the tests). Question words (什么 为什么 怎么 怎样 如何 多少 哪 哪些
+  哪里 哪个 哪位 哪种 哪儿 谁 吗 呢) and the particle 的 split a run: no bigram
+  spans them and they give no unigram. "什么是X" is tokenised as "X是" (the
+  same question as "X是什么"). A handful of further interrogative bigrams
+  (哪里, 是否 ...) are dropped, and so are the unigrams of the most frequent
+  function characters (了 是 在 和 ...), which still take part in bigrams.
 
 The same function is used for documents and queries, so both sides always
 agree. ``TOKENIZER_VERSION`` is stored in the search index; changing the rules
@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import Stemmer
 
-TOKENIZER_VERSION = "2"
+TOKENIZER_VERSION = "3"
 
 _CJK_RANGES = (
     "\u3040-\u30ff"  # hiragana, katakana
@@ -88,7 +88,11 @@ _CJK_STOP = CJK_STOP_UNIGRAMS | CJK_STOP_BIGRAMS
 # across them ("有什", "么用", "由谁", "谁创", "松的", "的树") pairs a content
 # character with a function word and matches unrelated text; measured on the
 # tuning splits: CMRC sentences +0.0013, paragraphs +0.0013 nDCG@10.
-CJK_BREAK_WORDS = ("为什么", "什么", "怎么", "怎样", "如何", "多少", "哪", "谁", "吗", "呢", "的")
+# "哪" + a classifier/suffix (哪些 哪里 哪个 ...) is one question word: split on
+# the whole word, else its second character is left behind as a unigram and
+# bigram (些 / 些发) that matches 一些, 这些 ... (tokenizer 3).
+CJK_BREAK_WORDS = ("为什么", "什么", "怎么", "怎样", "如何", "多少", "哪些", "哪里", "哪个", "哪位", "哪种", "哪儿",
+                   "哪", "谁", "吗", "呢", "的")
 _CJK_BREAK_RE = re.compile("|".join(map(re.escape, sorted(CJK_BREAK_WORDS, key=len, reverse=True))))
 
 
@@ -102,10 +106,26 @@ def _cjk_grams(run: str) -> list[str]:
     if _CJK_BREAK_RE.search(run) is None:
         return _grams(run)
     out: list[str] = []
-    for piece in _CJK_BREAK_RE.split(run):
+    pos, prev = 0, ""
+    for m in _CJK_BREAK_RE.finditer(run):
+        piece = run[pos : m.start()]
         if piece:
-            out.extend(_grams(piece))
+            out.extend(_grams(_copula_first(prev, piece)))
+        pos, prev = m.end(), m.group()
+    piece = run[pos:]
+    if piece:
+        out.extend(_grams(_copula_first(prev, piece)))
     return out
+
+
+def _copula_first(prev: str, piece: str) -> str:
+    """The piece after 什么 in 什么是X: returned as X是. 什么是X asks the same as
+    X是什么 (what is X) and the answer reads X是...; both forms then give the
+    bigram of X's last character + 是, not 是 + X's first character, which only
+    matches ...就是X... (tokenizer 3)."""
+    if prev == "什么" and len(piece) > 1 and piece[0] == "是":
+        return piece[1:] + "是"
+    return piece
 
 
 def tokenize(text: str) -> list[str]:

@@ -48,6 +48,39 @@ def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
         fsync_dir(path.parent)
 
 
+def atomic_write_many(items: list[tuple[Path, str | bytes]], also_durable=()) -> None:
+    """Atomically replace several files, all made durable in one round.
+
+    Every new content goes to a temp file first; then the temp files and
+    ``also_durable`` (files written earlier without fsync) are synced in one
+    round (``fsync_paths``); only then is each temp file renamed over its
+    target, and the folders are synced. A crash leaves every target either
+    old or new, and no target is replaced before all the new data is on disk.
+    """
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for path, data in items:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            raw = data.encode("utf-8") if isinstance(data, str) else data
+            tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+            with open(tmp, "wb") as fh:
+                temps.append((tmp, path))
+                fh.write(raw)
+        fsync_paths([*also_durable, *(tmp for tmp, _ in temps)])
+        while temps:
+            tmp, path = temps[0]
+            os.replace(tmp, path)
+            temps.pop(0)
+    except BaseException:
+        for tmp, _ in temps:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+        raise
+    fsync_dirs({p.parent for p, _ in items})
+
+
 def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
     """Copy ``src`` to ``dst`` through a temp file + rename, keeping mtime.
 
@@ -74,9 +107,71 @@ def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
         fsync_dir(dst.parent)
 
 
+SYNCFS_MIN_FILES = 8  # from this many files on, one syncfs(2) beats a round of fsyncs
+
+
+def _load_syncfs():
+    """libc's ``syncfs(fd)`` (Linux), or None."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        fn = libc.syncfs
+        fn.argtypes = [ctypes.c_int]
+        fn.restype = ctypes.c_int
+        return fn
+    except (OSError, AttributeError):
+        return None
+
+
+_SYNCFS = _load_syncfs() if os.environ.get("KBWATCH_NO_SYNCFS") != "1" else None
+
+
+def _syncfs_all(paths: list) -> bool:
+    """Make every file in ``paths`` (and its folder entry) durable with one
+    ``syncfs`` per filesystem. False when syncfs is unavailable or failed
+    (the caller then fsyncs file by file)."""
+    if _SYNCFS is None:
+        return False
+    by_dev: dict[int, str] = {}
+    for path in paths:
+        try:
+            by_dev.setdefault(os.stat(path).st_dev, os.fspath(path))
+        except FileNotFoundError:
+            continue
+    for path in by_dev.values():
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            if _SYNCFS(fd) != 0:
+                return False
+        finally:
+            os.close(fd)
+    return True
+
+
+def fsync_dirs(dirs) -> None:
+    """Make the entries of these folders durable (one syncfs when there are many)."""
+    dirs = sorted(set(map(Path, dirs)))
+    if len(dirs) >= SYNCFS_MIN_FILES and _syncfs_all(dirs):
+        return
+    for d in dirs:
+        fsync_dir(d)
+
+
 def fsync_paths(paths) -> None:
-    """fsync many files and then their folders, several at a time (a disk
-    serves parallel fsyncs far faster than a serial chain)."""
+    """Make many new files and their folder entries durable.
+
+    Many files at once: one ``syncfs(2)`` of their filesystem, which flushes
+    all of them and their directories in a single pass (Linux; several times
+    faster than per-file fsyncs, and it spares the kernel and the GIL
+    thousands of calls). Few files, or no syncfs: fsync each file and then
+    its folder, several at a time (a disk serves parallel fsyncs far faster
+    than a serial chain).
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     def one(path):
@@ -91,6 +186,8 @@ def fsync_paths(paths) -> None:
         return os.path.dirname(path)
 
     paths = list(paths)
+    if len(paths) >= SYNCFS_MIN_FILES and _syncfs_all(paths):
+        return
     if len(paths) <= 2:
         dirs = {d for d in map(one, paths) if d}
     else:

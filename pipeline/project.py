@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from pipeline.fsutil import atomic_write, fsync_paths
+from pipeline.fsutil import atomic_write_many
 
 SOURCES = "sources"
 PROJECT_DIRS = ("sources", "parsed", "archive", "runs")
@@ -151,13 +151,14 @@ class ProjectSession:
 
     def commit(self) -> list[str]:
         """Make everything durable; returns the written paths."""
-        fsync_paths(sorted(self._durable))
-        self._durable.clear()
+        durable, self._durable = sorted(self._durable), set()
         written = []
         writes, self._writes = self._writes, {}
         with project_file_lock(self.path, self.state) if self.state else _nolock():
-            for rel, render in writes.items():
-                atomic_write(self.path / rel, render())
+            # new copies (archive, parsed) and the project files' new contents
+            # are synced in one round; only then are the project files replaced
+            atomic_write_many([(self.path / rel, render()) for rel, render in writes.items()], durable)
+            for rel in writes:
                 written.append(rel)
                 key = f"file:{rel}"
                 if key in self._cache:

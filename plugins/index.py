@@ -18,15 +18,13 @@ from plugins._navigation import open_index, project_purpose, remember_project, w
 
 
 def _flush(session, settings) -> None:
-    from plugins._retrieval import document_title
-
     pending = session.cached("index.pending", dict)
     if not pending:
         return
     idx = open_index(settings)
     with idx.batch():
-        for rel, text in pending.items():
-            idx.upsert_document(session.name, rel, document_title(text, rel.rsplit("/", 1)[-1][:-3]), text)
+        for prepared in pending.values():
+            idx.upsert_prepared(session.name, prepared)
     pending.clear()
 
 
@@ -41,19 +39,27 @@ def _navigation(session, settings) -> None:
 
 
 class IndexStage(Stage):
+    """Chunks and tokenises the parsed text outside the project lock (it is
+    pure CPU work); the commit then stores the whole batch in one transaction."""
+
     name = "index"
+    concurrent = True
 
     def able_to_run(self, ctx: RunContext) -> bool:
         return bool(ctx.parsed_path and ctx.stash.get("archive.parsed_text"))
 
     def run(self, ctx: RunContext) -> str | None:
+        from plugins._retrieval import document_title
+
         session, settings = ctx.project, ctx.settings
-        text = ctx.stash["archive.parsed_text"]
-        session.cached("index.pending", dict)[ctx.parsed_path] = text
-        session.cached("index.sizes", dict)[ctx.parsed_path] = len(text.encode("utf-8"))
-        session.cached("index.folders", set).add(ctx.name.rpartition("/")[0])
-        session.defer("index", lambda: _flush(session, settings))
-        session.after_commit("index.navigation", lambda: _navigation(session, settings))
+        text, rel = ctx.stash["archive.parsed_text"], ctx.parsed_path
+        prepared = open_index(settings).prepare_document(rel, document_title(text, rel.rsplit("/", 1)[-1][:-3]), text)
+        with session.lock:
+            session.cached("index.pending", dict)[rel] = prepared
+            session.cached("index.sizes", dict)[rel] = len(text.encode("utf-8"))
+            session.cached("index.folders", set).add(ctx.name.rpartition("/")[0])
+            session.defer("index", lambda: _flush(session, settings))
+            session.after_commit("index.navigation", lambda: _navigation(session, settings))
         return None
 
 

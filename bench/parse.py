@@ -113,11 +113,13 @@ class RssSampler:
                     continue
                 if rss > self.peak.get(p.pid, 0):
                     self.peak[p.pid] = rss
-                if p.pid not in self.names:
-                    try:
-                        self.names[p.pid] = " ".join(p.cmdline())
-                    except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
-                        self.names[p.pid] = "?"
+                try:
+                    # re-read until the name settles: a parser's helper (tesseract) shows
+                    # its parent's command line between fork and exec
+                    name = " ".join(p.cmdline())
+                except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
+                    name = self.names.get(p.pid, "?")
+                self.names[p.pid] = name
             self._stop.wait(self.interval)
 
     def __enter__(self):
@@ -503,6 +505,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="repeats (per-file parses and batch runs; default 3)")
     ap.add_argument("--quick", action="store_true", help="one repeat, one copy, < 60 s")
     ap.add_argument("--no-batch", action="store_true", help="skip the batch comparison")
+    ap.add_argument("--batch-only", action="store_true",
+                    help="only the batch comparison (parts 1 and 2 skipped; --copies defaults to 2)")
     ap.add_argument("--max-per-format", type=int, default=0, help="at most this many files per format (0 = all)")
     ap.add_argument("--formats", default="", help="comma-separated extensions to keep, e.g. .docx,.pdf (default all)")
     ap.add_argument("--workdir", type=Path, default=None)
@@ -527,8 +531,12 @@ def main() -> int:
         print(f"\nparseable: {len(files)} files; left out: {len(skipped)}")
         for name, why in skipped:
             print(f"  - {name}: {why}")
-        fmt = per_format(files, work, args.repeat, shared_worker=args.quick)
-        warm = warmup_cost(files, work, (".docx",) if args.quick else (".docx", ".pdf", ".pptx", ".xlsx"))
+        if args.batch_only:
+            fmt, warm = {}, {}
+            args.copies = args.copies or 2
+        else:
+            fmt = per_format(files, work, args.repeat, shared_worker=args.quick)
+            warm = warmup_cost(files, work, (".docx",) if args.quick else (".docx", ".pdf", ".pptx", ".xlsx"))
         batch = None
         if not args.no_batch:
             copies = args.copies
@@ -542,7 +550,8 @@ def main() -> int:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(f"\n(total benchmark time {time.perf_counter() - t_all:.0f} s)\n")
-    print(markdown(args, fmt, warm, batch, skipped))
+    if not args.batch_only:
+        print(markdown(args, fmt, warm, batch, skipped))
     return 0
 
 

@@ -182,7 +182,10 @@ class Runner:
         return True
 
     def start(self, threads: int | None = None) -> None:
-        n = threads or self.settings["service"]["workers"]
+        # one thread more than parse workers: while every worker parses, one
+        # thread runs the in-process stages (scan, archive, commit) of a file
+        # whose parse is done, so the two overlap instead of taking turns
+        n = threads or self.settings["service"]["workers"] + 1
         for i in range(max(1, n)):
             t = threading.Thread(target=self._loop, name=f"kbwatch-run-{i}", daemon=True)
             t.start()

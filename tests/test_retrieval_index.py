@@ -293,3 +293,20 @@ def test_prepared_documents_index_exactly_like_upsert(tmp_path):
         ha = [(h.doc_path, round(h.score, 9)) for h in a.search_documents("p", q)]
         hb = [(h.doc_path, round(h.score, 9)) for h in b.search_documents("p", q)]
         assert ha == hb and ha, q
+
+
+def test_ties_rank_by_path_whatever_the_ingest_order(tmp_path):
+    """Equal scores are ordered by document path, not by ingest order or segment layout."""
+    body = "The backup job runs nightly at two."
+    names = ["zeta", "alpha", "mid", "beta"]
+    orders = []
+    for k, seq in enumerate((names, list(reversed(names)))):
+        ix = SearchIndex(tmp_path / f"{k}.sqlite3")
+        for name in seq:  # one batch (segment) per document
+            with ix.batch():
+                ix.upsert_document("p", f"parsed/{name}.md", "note", parsed("note", body))
+        orders.append(([h.doc_path for h in ix.search_documents("p", "backup nightly")],
+                       [h.doc_path for h in ix.search("p", "backup nightly", limit=2)]))
+    assert orders[0] == orders[1]
+    assert orders[0][0] == [f"parsed/{n}.md" for n in sorted(names)]
+    assert orders[0][1] == ["parsed/alpha.md", "parsed/beta.md"]

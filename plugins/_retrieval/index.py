@@ -724,7 +724,8 @@ class SearchIndex:
         lo = int(ids.min())
         acc = np.bincount(ids - lo, weights=scores)
         nz = np.flatnonzero(acc)
-        return pid, nz.astype(_ID) + lo, acc[nz]
+        # rounded so that sums of the same terms in another order tie exactly
+        return pid, nz.astype(_ID) + lo, np.round(acc[nz], 9)
 
     def _hits(self, project: str, ids: list[int], scores: list[float], with_text: bool) -> list[Hit]:
         if not ids:
@@ -743,17 +744,20 @@ class SearchIndex:
             if r is None:
                 continue
             out.append(Hit(r[0], project, r[1], r[2], r[3], r[4], r[5], r[6], r[7], float(sc), r[8] if with_text else ""))
+        # equal scores rank by path and position: the same answer whatever order
+        # the files were ingested in (chunk ids and segment layout follow it)
+        out.sort(key=lambda h: (-h.score, h.doc_path, h.ordinal))
         return out
 
     def search(self, project: str, query: str, limit: int = 10, *, with_text: bool = True) -> list[Hit]:
         """Top ``limit`` chunks of ``project`` for ``query``, best first.
-        Ties are broken by chunk id (older first), so results are deterministic."""
+        Ties are broken by document path, then position in the document."""
         with self._lock:
             pid, ids, scores = self._score(project, query)
             if pid is None or ids.size == 0 or limit <= 0:
                 return []
             order = _top(scores, ids, limit)
-            return self._hits(project, ids[order].tolist(), scores[order].tolist(), with_text)
+            return self._hits(project, ids[order].tolist(), scores[order].tolist(), with_text)[:limit]
 
     def search_documents(
         self, project: str, query: str, limit: int = 10, *, chunks_per_doc: int = 3, with_text: bool = True
@@ -831,7 +835,8 @@ def _walk(top: Path):
 
 
 def _top(scores: np.ndarray, ids: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best scores, ordered by score desc then id asc."""
+    """Indices of the k best scores (and of any score tied with the k-th),
+    ordered by score desc then id asc."""
     if k < scores.size:
         part = np.argpartition(-scores, k - 1)[:k]
         # include every id tied with the k-th score so tie-breaking stays deterministic
@@ -840,4 +845,4 @@ def _top(scores: np.ndarray, ids: np.ndarray, k: int) -> np.ndarray:
     else:
         part = np.arange(scores.size)
     order = np.lexsort((ids[part], -scores[part]))
-    return part[order][:k]
+    return part[order]  # every chunk tied with the k-th is kept; callers cut after ordering by path

@@ -7,6 +7,7 @@ its own plugin manager from the same settings once per process).
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from pipeline.errors import PermanentError
@@ -42,10 +43,16 @@ def parse_file(plugins: PluginSet, path: Path, ext: str, settings: dict) -> Pars
 
 
 def _call(fn, **kwargs):
+    params = _params(fn)
+    return fn(**{k: v for k, v in kwargs.items() if k in params})
+
+
+@functools.lru_cache(maxsize=256)
+def _params(fn) -> frozenset[str]:
+    """The argument names a hook implementation takes (it may take fewer than offered)."""
     import inspect
 
-    params = inspect.signature(fn).parameters
-    return fn(**{k: v for k, v in kwargs.items() if k in params})
+    return frozenset(inspect.signature(fn).parameters)
 
 
 def choose_parser(plugins: PluginSet, ext: str) -> ParserInfo | None:

@@ -41,6 +41,7 @@ from pipeline.workers import WorkerPool
 
 RETRYABLE_IN_RUN = 3  # quick attempts inside one run before the journal takes over
 _CHECKPOINT_SEEN: dict[str, int] = {}
+_PAUSE_AT = os.environ.get("KBWATCH_TEST_PAUSE")  # read once: checkpoints sit on the hot path
 
 
 def checkpoint(point: str) -> None:
@@ -49,9 +50,9 @@ def checkpoint(point: str) -> None:
     ``KBWATCH_TEST_PAUSE="commit:after#2"`` pauses the second time the runner
     passes that point and creates ``KBWATCH_TEST_PAUSE_FILE`` so a test knows
     when to SIGKILL the process. Unset (always, outside tests) it costs a dict
-    lookup.
+    lookup (the variable is read when the module is imported).
     """
-    wanted = os.environ.get("KBWATCH_TEST_PAUSE")
+    wanted = _PAUSE_AT
     if not wanted:
         return
     name, _, nth = wanted.partition("#")

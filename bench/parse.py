@@ -113,13 +113,16 @@ class RssSampler:
                     continue
                 if rss > self.peak.get(p.pid, 0):
                     self.peak[p.pid] = rss
-                try:
-                    # re-read until the name settles: a parser's helper (tesseract) shows
-                    # its parent's command line between fork and exec
-                    name = " ".join(p.cmdline())
-                except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
-                    name = self.names.get(p.pid, "?")
-                self.names[p.pid] = name
+                old = self.names.get(p.pid)
+                if old is None or "spawn_main" in old:
+                    # re-read while it looks like a worker: a parser's helper (tesseract)
+                    # shows its parent's command line between fork and exec
+                    try:
+                        name = " ".join(p.cmdline())
+                    except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
+                        name = ""
+                    if name or old is None:
+                        self.names[p.pid] = name or "?"
             self._stop.wait(self.interval)
 
     def __enter__(self):

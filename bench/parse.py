@@ -101,6 +101,7 @@ class RssSampler:
         self.interval = interval
         self.peak: dict[int, int] = {}
         self.names: dict[int, str] = {}
+        self.parents: dict[int, int] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
 
@@ -113,8 +114,13 @@ class RssSampler:
                     continue
                 if rss > self.peak.get(p.pid, 0):
                     self.peak[p.pid] = rss
+                if p.pid not in self.parents:
+                    try:
+                        self.parents[p.pid] = p.ppid()
+                    except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
+                        pass
                 old = self.names.get(p.pid)
-                if old is None or "spawn_main" in old:
+                if old is None or "spawn_main" in old or "forkserver" in old:
                     # re-read while it looks like a worker: a parser's helper (tesseract)
                     # shows its parent's command line between fork and exec
                     try:
@@ -363,6 +369,11 @@ def run_child(argv: list[str], sample_rss: bool = False) -> tuple[dict, dict]:
                 peaks["main"] = rss / MB
             elif "spawn_main" in s.names.get(pid, ""):  # a spawned parse worker
                 peaks["workers"][pid] = rss / MB
+            elif "forkserver" in s.names.get(pid, ""):
+                if s.parents.get(pid) == p.pid:  # the template process workers are forked from
+                    peaks["template"] = max(peaks.get("template", 0.0), rss / MB)
+                else:  # a worker forked from it
+                    peaks["workers"][pid] = rss / MB
             elif "multiprocessing" in s.names.get(pid, ""):  # the resource tracker
                 continue
             else:  # helpers the parsers start (pandoc, tesseract, ...)
@@ -429,6 +440,7 @@ def batch_compare(files: list[Path], work: Path, copies: int, repeat: int) -> di
             res[f"w{w}_rss"].append(max(peaks["workers"].values(), default=0.0))
             res["main_rss"].append(peaks["main"])
             line += (f"; ingest {w}w {g['ingest']:.2f} s (worker peak {res[f'w{w}_rss'][-1]:.0f} MB, "
+                     f"template {peaks.get('template', 0.0):.0f} MB, "
                      f"{len(peaks['workers'])} worker pids, {peaks.get('others_n', 0)} helper processes "
                      f"{sorted(peaks['others'])})")
             shutil.rmtree(root, ignore_errors=True)

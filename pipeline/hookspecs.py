@@ -97,6 +97,21 @@ def kb_worker_started(settings: Settings) -> None:
     """
 
 
+@hookspec
+def kb_worker_preload(settings: Settings) -> list[str] | None:
+    """Modules to import once in the template process parse workers are forked from.
+
+    A one-shot ``kbwatch ingest`` forks its parse workers from one template
+    process (multiprocessing's forkserver) that imported these modules first,
+    so several workers share one warm-up instead of paying it each. Return
+    module names whose import does the warm-up (they must not need settings).
+    The long-running service spawns its workers instead (no template process
+    stays resident); ``kb_worker_started`` runs in every worker either way.
+
+    :param settings: the resolved configuration.
+    """
+
+
 # --------------------------------------------------------------------------
 # Risk scan
 # --------------------------------------------------------------------------

@@ -26,6 +26,7 @@ def run_ingest(kb: KnowledgeBase, names: list[str], progress: bool = False) -> t
 def _ingest(kb: KnowledgeBase, names: list[str], progress: bool) -> tuple[dict[str, int], list[dict]]:
     projects = kb.projects(names or None)
     runner = Runner(kb.root, kb.settings, kb.plugins, kb.journal)
+    runner.fork_workers = True  # several workers share one warm-up
     recovered = kb.recover()
     if recovered:
         logger.info("recovered {} interrupted run(s)", recovered)

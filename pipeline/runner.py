@@ -118,6 +118,9 @@ class Runner:
         self._keys_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._pool: WorkerPool | None = None
+        # fork parse workers from a warmed template process (one-shot ingest);
+        # the service spawns them, so no template process stays resident
+        self.fork_workers = False
         self._pool_lock = threading.Lock()
         self._stopping = threading.Event()
         self._idle = threading.Condition()
@@ -138,9 +141,13 @@ class Runner:
         with self._pool_lock:
             if self._pool is None:
                 parse = self.settings["stages"]["parse"]
+                preload = None
+                if self.fork_workers:
+                    preload = sorted({m for mods in self.plugins.hook.kb_worker_preload(settings=self.settings)
+                                      for m in (mods or [])})
                 self._pool = WorkerPool(
                     self.settings["service"]["workers"], memory_mb=parse.get("memory_mb", 0),
-                    warmup=functools.partial(worker_warmup, self.settings),
+                    warmup=functools.partial(worker_warmup, self.settings), preload=preload,
                 )
             return self._pool
 

@@ -68,10 +68,22 @@ def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None) -> Non
             conn.send(("error", f"result could not be sent back: {exc}", ""))
 
 
+def _forkserver_context(preload: list[str]):
+    """multiprocessing's forkserver with ``preload`` imported in its template process.
+
+    The forkserver is one per process: the first pool that asks sets its
+    preload list; later pools share that server.
+    """
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["pipeline.parsing", *preload])
+    return ctx
+
+
 class _Worker:
-    def __init__(self, memory_mb: int, warmup):
-        self.conn, child = _CTX.Pipe()
-        self.proc = _CTX.Process(target=_worker_main, args=(child, memory_mb, warmup), daemon=True)
+    def __init__(self, memory_mb: int, warmup, ctx=None):
+        ctx = ctx or _CTX
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, memory_mb, warmup), daemon=True)
         self.proc.start()
         child.close()
         self.tasks = 0
@@ -117,7 +129,11 @@ class _Worker:
 
 
 class WorkerPool:
-    def __init__(self, size: int, memory_mb: int = 0, max_tasks: int = 1000, warmup: Callable[[], None] | None = None):
+    def __init__(self, size: int, memory_mb: int = 0, max_tasks: int = 1000, warmup: Callable[[], None] | None = None,
+                 preload: list[str] | None = None):
+        """``preload``: fork workers from a template process that imported these
+        modules (forkserver) instead of spawning each from scratch."""
+        self._ctx = _forkserver_context(preload) if preload else _CTX
         self.size = max(1, size)
         self.memory_mb = memory_mb
         self.max_tasks = max_tasks
@@ -133,7 +149,7 @@ class WorkerPool:
         with self._lock:
             while not self._closed and self._started < self.size:
                 self._started += 1
-                self._idle.put(_Worker(self.memory_mb, self.warmup))
+                self._idle.put(_Worker(self.memory_mb, self.warmup, self._ctx))
 
     def reap(self, max_idle: float) -> int:
         """Stop workers idle for longer than ``max_idle`` seconds (an idle service
@@ -172,7 +188,7 @@ class WorkerPool:
                 raise TransientError("the service is shutting down", reason="shutdown")
             if self._idle.empty() and self._started < self.size:
                 self._started += 1
-                w = _Worker(self.memory_mb, self.warmup)
+                w = _Worker(self.memory_mb, self.warmup, self._ctx)
                 self._busy.add(w)
                 return w
         w = self._idle.get()

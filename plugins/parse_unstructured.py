@@ -105,6 +105,12 @@ def _preflight(path: Path, ext: str, settings) -> None:
 
 
 @hookimpl
+def kb_worker_preload(settings):
+    """Forked workers inherit unstructured already imported and warmed."""
+    return ["plugins._unstructured_warm"]
+
+
+@hookimpl
 def kb_worker_started(settings):
     """Pay unstructured's import and tokenizer set-up once per worker, not on its first file."""
     from plugins._offline import ensure_offline

@@ -453,31 +453,27 @@ def bench_scaling(args, work: Path) -> dict:
           f"{args.repeat} repeat(s)")
     empty_t, big_t, copy_t = [], [], []
     profiles = {}
-    for r in range(args.repeat):
-        # empty
-        root = work / f"empty{r}"
-        proj = init_root(root)
-        write_docs(proj / "sources", args.batch, seed=9000 + r, prefix="new-")
-        prof = ThreadProfile() if (args.profile and r == 0) else None
-        res = ingest_inprocess(root, prof)
-        check_totals(res["totals"], args.batch, "empty batch")
-        empty_t.append(res["ingest"])
-        if prof:
-            profiles["empty"] = prof
-        shutil.rmtree(root, ignore_errors=True)
-        # big: fresh copy of the template
-        root = work / f"big{r}"
-        t0 = time.perf_counter()
-        shutil.copytree(big, root, symlinks=True)
-        copy_t.append(time.perf_counter() - t0)
+
+    def timed_batch(root: Path, r: int, key: str) -> float:
+        """Ingest a batch of new files into ``root``; its time (profiled on the first repeat)."""
         write_docs(root / PROJECT / "sources", args.batch, seed=9000 + r, prefix="new-")
         prof = ThreadProfile() if (args.profile and r == 0) else None
         res = ingest_inprocess(root, prof)
-        check_totals(res["totals"], args.batch, "big batch")
-        big_t.append(res["ingest"])
+        check_totals(res["totals"], args.batch, f"{key} batch")
         if prof:
-            profiles["big"] = prof
+            profiles[key] = prof
         shutil.rmtree(root, ignore_errors=True)
+        return res["ingest"]
+
+    for r in range(args.repeat):
+        root = work / f"empty{r}"
+        init_root(root)
+        empty_t.append(timed_batch(root, r, "empty"))
+        root = work / f"big{r}"  # a fresh copy of the big project
+        t0 = time.perf_counter()
+        shutil.copytree(big, root, symlinks=True)
+        copy_t.append(time.perf_counter() - t0)
+        big_t.append(timed_batch(root, r, "big"))
         print(f"  repeat {r + 1}: empty {empty_t[-1] / args.batch * 1000:.2f} ms/file, "
               f"{args.existing} docs {big_t[-1] / args.batch * 1000:.2f} ms/file "
               f"(template copy {copy_t[-1]:.1f} s, not timed)")

@@ -26,23 +26,42 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
-    """Write ``data`` to ``path`` through a temp file + fsync + rename."""
+def _temp_for(path: Path) -> Path:
+    """A hidden temp name next to ``path`` (its folder created), swept after a crash."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    return path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+
+
+def _discard(tmp: Path) -> None:
+    try:
+        tmp.unlink()
+    except OSError:
+        pass
+
+
+def _write_temp(path: Path, data: str | bytes, fsync: bool) -> Path:
+    """Write ``data`` to a new temp file next to ``path``; returns the temp path."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp = _temp_for(path)
     try:
         with open(tmp, "wb") as fh:
             fh.write(raw)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
+    except BaseException:
+        _discard(tmp)
+        raise
+    return tmp
+
+
+def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
+    """Write ``data`` to ``path`` through a temp file + fsync + rename."""
+    tmp = _write_temp(path, data, fsync)
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        _discard(tmp)
         raise
     if fsync:
         fsync_dir(path.parent)
@@ -60,23 +79,14 @@ def atomic_write_many(items: list[tuple[Path, str | bytes]], also_durable=()) ->
     temps: list[tuple[Path, Path]] = []
     try:
         for path, data in items:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            raw = data.encode("utf-8") if isinstance(data, str) else data
-            tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-            with open(tmp, "wb") as fh:
-                temps.append((tmp, path))
-                fh.write(raw)
+            temps.append((_write_temp(path, data, fsync=False), path))
         fsync_paths([*also_durable, *(tmp for tmp, _ in temps)])
         while temps:
-            tmp, path = temps[0]
-            os.replace(tmp, path)
+            os.replace(*temps[0])
             temps.pop(0)
     except BaseException:
         for tmp, _ in temps:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+            _discard(tmp)
         raise
     fsync_dirs({p.parent for p, _ in items})
 
@@ -87,8 +97,7 @@ def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
     Without ``fsync`` the caller makes it durable later (see
     ``ProjectSession.durable``), so many files share one round of fsyncs.
     """
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
+    tmp = _temp_for(dst)
     try:
         with open(src, "rb") as fin, open(tmp, "wb") as fout:
             shutil.copyfileobj(fin, fout, CHUNK)
@@ -98,10 +107,7 @@ def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
         shutil.copystat(src, tmp, follow_symlinks=False)
         os.replace(tmp, dst)
     except BaseException:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        _discard(tmp)
         raise
     if fsync:
         fsync_dir(dst.parent)

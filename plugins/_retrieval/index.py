@@ -129,6 +129,11 @@ class PreparedDocument:
     rows: list  # (term frequencies, length, Chunk) per chunk
 
 
+def _digest(title: str, text: str) -> str:
+    """What ``docs.hash`` stores: a document is re-indexed only when this changes."""
+    return hashlib.sha256(f"{title}\0{text}".encode("utf-8")).hexdigest()
+
+
 def _clean(s: str) -> str:
     """Text SQLite can store: lone surrogates (undecodable bytes) become U+FFFD."""
     try:
@@ -315,7 +320,7 @@ class SearchIndex:
         project lock and hands the result to ``upsert_prepared`` at commit.
         """
         text, title = _clean(text), _clean(title)
-        digest = hashlib.sha256(f"{title}\0{text}".encode("utf-8")).hexdigest()
+        digest = _digest(title, text)
         kwargs = {"max_chars": self.max_chars} if self.max_chars else {}
         chunks = chunk_markdown(text, **kwargs)
         n_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
@@ -340,34 +345,35 @@ class SearchIndex:
         disk (header comments are skipped by the chunker). Returns False when
         the document was already indexed with the same title and text.
         """
-        text, title = _clean(text), _clean(title)
-        digest = hashlib.sha256(f"{title}\0{text}".encode("utf-8")).hexdigest()
         with self.batch():
             pid = self._project_id(project, create=True)
-            row = self._db.execute(
-                "SELECT id, hash FROM docs WHERE project_id=? AND path=?", (pid, doc_path)
-            ).fetchone()
-            if row is not None and row[1] == digest and not force:
-                return False
-        return self.upsert_prepared(project, self.prepare_document(doc_path, title, text), force=force)
+            row = self._doc_row(pid, doc_path)
+            if row is not None and row[1] == _digest(_clean(title), _clean(text)) and not force:
+                return False  # unchanged: not even chunked
+            return self._store(pid, row, self.prepare_document(doc_path, title, text))
 
     def upsert_prepared(self, project: str, doc: "PreparedDocument", *, force: bool = False) -> bool:
         """Store a document made by ``prepare_document`` (same settings)."""
         with self.batch():
             pid = self._project_id(project, create=True)
-            row = self._db.execute(
-                "SELECT id, hash FROM docs WHERE project_id=? AND path=?", (pid, doc.path)
-            ).fetchone()
+            row = self._doc_row(pid, doc.path)
             if row is not None and row[1] == doc.digest and not force:
                 return False
-            if row is not None:
-                self._delete_doc(pid, row[0])
-            doc_id = self._db.execute(
-                "INSERT INTO docs (project_id, path, title, hash, n_chunks, n_lines) VALUES (?,?,?,?,?,?)",
-                (pid, doc.path, doc.title, doc.digest, len(doc.rows), doc.n_lines),
-            ).lastrowid
-            self._add_chunks(pid, doc_id, doc.rows)
-            return True
+            return self._store(pid, row, doc)
+
+    def _doc_row(self, pid: int, doc_path: str):
+        return self._db.execute("SELECT id, hash FROM docs WHERE project_id=? AND path=?", (pid, doc_path)).fetchone()
+
+    def _store(self, pid: int, row, doc: "PreparedDocument") -> bool:
+        """Replace the stored document ``row`` (or None) by ``doc``."""
+        if row is not None:
+            self._delete_doc(pid, row[0])
+        doc_id = self._db.execute(
+            "INSERT INTO docs (project_id, path, title, hash, n_chunks, n_lines) VALUES (?,?,?,?,?,?)",
+            (pid, doc.path, doc.title, doc.digest, len(doc.rows), doc.n_lines),
+        ).lastrowid
+        self._add_chunks(pid, doc_id, doc.rows)
+        return True
 
     def upsert_documents(self, project: str, docs: Iterable[tuple[str, str, str]]) -> int:
         """Batch form of ``upsert_document``: ``(doc_path, title, text)`` tuples,

@@ -135,8 +135,9 @@ def manifest_files(project: Path) -> dict[str, dict]:
 
 
 def sources_left(project: Path) -> list[str]:
+    """Files still in sources/ (os.walk: the service may prune a sub-folder while we list it)."""
     base = project / "sources"
-    return sorted(p.relative_to(base).as_posix() for p in base.rglob("*") if p.is_file())
+    return sorted((Path(d) / f).relative_to(base).as_posix() for d, _, files in os.walk(base) for f in files)
 
 
 def sha(text: str | bytes) -> str:

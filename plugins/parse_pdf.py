@@ -49,6 +49,12 @@ def kb_parser_info():
 
 
 @hookimpl
+def kb_worker_preload(settings):
+    """Forked parse workers inherit these libraries imported (one import, not one per worker)."""
+    return ["pypdfium2", "pdfplumber"]
+
+
+@hookimpl
 def kb_parse(path, ext, settings):
     claimed = claim(path, ext, (".pdf",), settings)
     if claimed is None:

@@ -42,3 +42,23 @@ def test_unstructured_plugin_preloads_a_warm_module(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "warm"
+
+
+def test_rich_parsers_preload_their_libraries_into_forked_workers(tmp_path):
+    """PDF, PowerPoint and Excel libraries are imported once in the template, not once per worker."""
+    from pipeline.config import load_settings
+    from pipeline.plugins import build_plugin_manager
+
+    settings = load_settings(tmp_path)
+    mods = sorted({m for lst in build_plugin_manager(settings).hook.kb_worker_preload(settings=settings)
+                   for m in lst or []})
+    for lib in ("pypdfium2", "pdfplumber", "pptx", "openpyxl", "xlrd"):
+        assert lib in mods
+    # in a fresh interpreter: the forkserver's preload is fixed by the first pool of a process
+    code = ("import sys; from pipeline.workers import WorkerPool\n"
+            f"pool = WorkerPool(1, preload={[m for m in mods if m != 'plugins._unstructured_warm']!r})\n"
+            "print(pool.call(eval, \"sorted(m for m in ('pdfplumber', 'pptx', 'openpyxl') "
+            "if m in __import__('sys').modules)\", timeout=120)); pool.close()")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "['openpyxl', 'pdfplumber', 'pptx']"

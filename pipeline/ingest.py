@@ -54,8 +54,10 @@ def _ingest(kb: KnowledgeBase, names: list[str], progress: bool) -> tuple[dict[s
         bar = Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
         bar.start()
         task = bar.add_task("ingest", total=len(todo))
-    if _needs_workers(kb, [item.entry.path.suffix for item in todo]):
-        runner.prestart_workers()  # they warm up while the first files are hashed and checked
+    key = _order_key(kb)
+    todo.sort(key=key)  # see _order_key: the outcome of a file does not depend on the order
+    if todo and key(todo[-1])[0]:  # some file is parsed in a worker
+        runner.prestart_workers()  # in the background: they warm up while in-process files run
     try:
         runner.start()
         for item in todo:
@@ -68,14 +70,25 @@ def _ingest(kb: KnowledgeBase, names: list[str], progress: bool) -> tuple[dict[s
     return dict(runner.totals), results
 
 
-def _needs_workers(kb: KnowledgeBase, exts: list[str]) -> bool:
+def _order_key(kb: KnowledgeBase):
+    """The sort key for the order a one-shot batch runs in: (parsed in a worker?, -size).
+
+    Files parsed in-process go first: they are done while the parse workers
+    warm up. Then the files parsed in workers, largest first, so that the
+    longest parses start early instead of running alone at the end of the
+    batch (longest-processing-time-first, with the size standing in for the
+    time).
+    """
     from pipeline.parsing import choose_parser
+    from pipeline.sources import split_name
 
     isolate = kb.settings["stages"]["parse"]["isolate"]
-    if isolate is False:
-        return False
-    for ext in set(e.lower() for e in exts):
-        info = choose_parser(kb.plugins, ext)
-        if info is not None and (isolate is True or not info.inprocess):
-            return True
-    return False
+    cache: dict[str, bool] = {}
+
+    def in_worker(ext: str) -> bool:
+        if ext not in cache:
+            info = choose_parser(kb.plugins, ext)
+            cache[ext] = isolate is not False and info is not None and (isolate is True or not info.inprocess)
+        return cache[ext]
+
+    return lambda item: (in_worker(split_name(item.entry.path.name)[1].lower()), -item.entry.size)

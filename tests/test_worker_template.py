@@ -62,3 +62,54 @@ def test_rich_parsers_preload_their_libraries_into_forked_workers(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "['openpyxl', 'pdfplumber', 'pptx']"
+
+
+def test_prestart_returns_while_the_template_is_still_importing(tmp_path):
+    """prestart() starts workers in the background: the caller goes on while the template imports."""
+    gate = tmp_path / "gate"
+    (tmp_path / "kb_slow_template.py").write_text(
+        "import os, time\n"
+        "while not os.path.exists(os.environ['KB_TEST_GATE']):\n"
+        "    time.sleep(0.02)\n")
+    # the gate opens only after prestart() returned: a blocking prestart never gets there
+    code = ("import os; from pathlib import Path; from pipeline.workers import WorkerPool\n"
+            "pool = WorkerPool(2, preload=['kb_slow_template'])\n"
+            "pool.prestart()\n"
+            "print('prestart returned', flush=True)\n"
+            "Path(os.environ['KB_TEST_GATE']).touch()\n"
+            "pids = {pool.call(os.getpid, timeout=60) for _ in range(6)}\n"
+            "print(len(pids), os.getpid() not in pids); pool.close()\n")
+    env = dict(os.environ, KB_TEST_GATE=str(gate), PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=90, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == "prestart returned"
+    n, other = lines[-1].split()
+    assert other == "True" and 1 <= int(n) <= 2  # at most the pool's two workers served the calls
+
+
+def test_workers_freeze_their_warm_heap_out_of_the_collector():
+    import gc
+
+    pool = WorkerPool(1)
+    try:
+        assert pool.call(gc.get_freeze_count, timeout=60) > 1000
+    finally:
+        pool.close()
+    assert gc.get_freeze_count() == 0  # the calling process is left alone
+
+
+def test_one_shot_batch_runs_in_process_files_first_then_largest_first(tmp_path):
+    from pipeline.ingest import _order_key
+    from pipeline.kb import KnowledgeBase
+
+    kb = KnowledgeBase(tmp_path)
+    project, _ = kb.init_project("demo")
+    sizes = {"notes.txt": 10, "big.pdf": 9000, "small.docx": 100, "mid.pptx": 4000, "data.csv": 5000}
+    for name, size in sizes.items():
+        (project / "sources" / name).write_bytes(b"x" * size)
+    todo, _ = kb.pending(project)
+    todo.sort(key=_order_key(kb))
+    order = [item.entry.rel for item in todo]
+    assert order == ["data.csv", "notes.txt", "big.pdf", "mid.pptx", "small.docx"]
+    kb.close()

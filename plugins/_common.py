@@ -33,6 +33,7 @@ _DEFAULTS: dict[str, Any] = {
     "ocr_dpi": 200,
     "ocr_min_chars": 10,
     "ocr_timeout_seconds": 120,
+    "ocr_min_confidence": 40,
 }
 
 

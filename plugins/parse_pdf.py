@@ -19,21 +19,16 @@ returns nothing for a PDF with one graphics-heavy page (research §5–6).
 
 from __future__ import annotations
 
-import functools
 import itertools
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 
 from pipeline import hookimpl
 from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import claim, collapse_cjk_spaces, head, md_table, option
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
+from plugins._common import claim, head, md_table, option
+from plugins._ocr import clean_text as clean
+from plugins._ocr import ocr_image
 
 
 @hookimpl
@@ -82,13 +77,13 @@ def kb_parse(path, ext, settings):
             blocks.append(f"<!-- page: {index + 1} -->")
             text = _pdfium_text(page)
             if len(re.sub(r"\s", "", text)) < option(settings, "ocr_min_chars") and _count(page, 3, 1):
-                ocr_text, why = _ocr(page, settings)
-                if ocr_text is not None:
-                    text = ocr_text
+                ocr = ocr_image(page.render(scale=option(settings, "ocr_dpi") / 72).to_pil(), settings)
+                if ocr.text is not None:
+                    text = ocr.text
                     blocks.append("<!-- ocr: tesseract -->")
                 elif not text.strip():
-                    not_ocred.append(index + 1)
-                    text = f"*[Page {index + 1} is a scanned image without a text layer; no OCR: {why}]*"
+                    not_ocred.append((index + 1, ocr.why))
+                    text = f"*[Page {index + 1} is a scanned image without a text layer; no OCR: {ocr.why}]*"
             elif _count(page, 2, 4):
                 if plumber is None:
                     import pdfplumber
@@ -111,22 +106,13 @@ def kb_parse(path, ext, settings):
             plumber.close()
         pdf.close()
     if not_ocred:
-        pages = ", ".join(map(str, not_ocred[:20])) + ("..." if len(not_ocred) > 20 else "")
-        warnings.append(f"scanned page(s) without text were not OCRed (pages {pages}): {_ocr_missing(settings)}")
+        pages = ", ".join(str(n) for n, _ in not_ocred[:20]) + ("..." if len(not_ocred) > 20 else "")
+        warnings.append(f"scanned page(s) without text were not OCRed (pages {pages}): {not_ocred[0][1]}")
     if title and title.lower().startswith("microsoft word - "):
         title = title[17:].strip() or None
     return ParsedDocument(
         markdown="\n\n".join(blocks).strip() + "\n", parser="pdf", title=title, locations="page", warnings=warnings
     )
-
-
-def clean(text: str) -> str:
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x02", "")
-    text = _CONTROL.sub("", text)
-    text = collapse_cjk_spaces(text)
-    lines = [line.rstrip() for line in text.split("\n")]
-    lines = ["\\" + line if line.lstrip().startswith(("#", "<!--")) else line for line in lines]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
 def _pdfium_text(page) -> str:
@@ -181,46 +167,3 @@ def _with_tables(ppage, fallback: str) -> str | None:
     if "(cid:" in text:  # pdfminer could not map the glyphs: keep pdfium's text, add the tables
         return fallback + "\n\n" + "\n\n".join(p for p in parts if p.startswith("|"))
     return text
-
-
-@functools.lru_cache(maxsize=1)
-def _tesseract_langs() -> frozenset[str]:
-    exe = shutil.which("tesseract")
-    if not exe:
-        return frozenset()
-    try:
-        out = subprocess.run([exe, "--list-langs"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return frozenset()
-    return frozenset(line.strip() for line in (out.stdout + out.stderr).splitlines()[1:] if line.strip())
-
-
-def _ocr_missing(settings) -> str:
-    if not option(settings, "ocr"):
-        return "OCR is disabled ([stages.parse] ocr = false)"
-    if not shutil.which("tesseract"):
-        return "tesseract is not installed (install tesseract-ocr and tesseract-ocr-chi-sim)"
-    return "tesseract has none of the languages " + str(option(settings, "ocr_languages"))
-
-
-def _ocr(page, settings) -> tuple[str | None, str]:
-    """OCR one page with tesseract; (text, "") or (None, why not)."""
-    wanted = [lang for lang in str(option(settings, "ocr_languages")).split("+") if lang]
-    langs = [lang for lang in wanted if lang in _tesseract_langs()]
-    if not option(settings, "ocr") or not shutil.which("tesseract") or not langs:
-        return None, _ocr_missing(settings)
-    image = page.render(scale=option(settings, "ocr_dpi") / 72).to_pil()
-    with tempfile.TemporaryDirectory(prefix="kbwatch-ocr-") as tmp:
-        png = os.path.join(tmp, "page.png")
-        image.save(png)
-        env = dict(os.environ, OMP_THREAD_LIMIT="1")
-        try:
-            out = subprocess.run(
-                ["tesseract", png, "stdout", "-l", "+".join(langs)],
-                capture_output=True, text=True, timeout=option(settings, "ocr_timeout_seconds"), env=env,
-            )
-        except subprocess.TimeoutExpired:
-            return None, "tesseract timed out"
-    if out.returncode != 0:
-        return None, f"tesseract failed: {out.stderr.strip()[:200]}"
-    return clean("\n".join(line.strip() for line in out.stdout.splitlines())), ""

@@ -16,7 +16,7 @@ if str(ROOT) not in sys.path:
 
 from pipeline.errors import PermanentError  # noqa: E402
 
-PARSER_MODULES = ("parse_text", "parse_unstructured", "parse_pptx", "parse_xlsx", "parse_pdf")
+PARSER_MODULES = ("parse_text", "parse_unstructured", "parse_pptx", "parse_xlsx", "parse_pdf", "parse_image")
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "corpus"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

@@ -84,6 +84,11 @@ def test_all_formats_parse_without_network(tmp_path):
     (tmp_path / "a.txt").write_text("纯文本内容", encoding="utf-8")
     files = [tmp_path / n for n in ("a.docx", "a.pptx", "a.xlsx", "a.pdf", "a.html", "a.txt")]
     files += [FIXTURES / "fake-email-utf-16-le.eml", FIXTURES / "fake.odt", FIXTURES / "fake-email.msg"]
+    from plugins._ocr import tesseract_langs
+
+    ocr = "chi_sim" in tesseract_langs()
+    if ocr:  # images are read by OCR, a local program
+        files.append(FIXTURES / "chi_sim_image.jpeg")
     code = CHILD.format(root=str(ROOT), tests=str(ROOT / "tests"))
     env = {"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
     r = subprocess.run(
@@ -101,6 +106,8 @@ def test_all_formats_parse_without_network(tmp_path):
     assert "纯文本内容" in docs["a.txt"]
     assert "Roses are red" in docs["fake-email-utf-16-le.eml"]
     assert "Mon" in docs["fake.odt"] and "Test Email" in docs["fake-email.msg"]
+    if ocr:
+        assert "<!-- ocr: tesseract -->" in docs["chi_sim_image.jpeg"] and "甘草" in docs["chi_sim_image.jpeg"]
     assert result["nlp"] == result["marker"], "unstructured must use the offline spaCy stand-in"
     assert result["env"] == "1"
     assert not [e for e in result["events"] if e.startswith("socket.")], result["events"]

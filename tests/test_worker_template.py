@@ -69,7 +69,8 @@ def test_prestart_returns_while_the_template_is_still_importing(tmp_path):
     gate = tmp_path / "gate"
     (tmp_path / "kb_slow_template.py").write_text(
         "import os, time\n"
-        "while not os.path.exists(os.environ['KB_TEST_GATE']):\n"
+        "deadline = time.monotonic() + 120  # never outlive a failed test\n"
+        "while not os.path.exists(os.environ['KB_TEST_GATE']) and time.monotonic() < deadline:\n"
         "    time.sleep(0.02)\n")
     # the gate opens only after prestart() returned: a blocking prestart never gets there
     code = ("import os; from pathlib import Path; from pipeline.workers import WorkerPool\n"

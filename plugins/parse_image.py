@@ -1,0 +1,110 @@
+"""Parser for images (scans, photos of documents, screenshots): tesseract OCR.
+
+Owns .png .jpg .jpeg .tif .tiff .bmp .gif .webp. The image is opened with
+Pillow (its decompression-bomb limit applies: an image of more than ~179 M
+pixels fails as ``too large``), turned upright by its EXIF orientation,
+flattened onto white when it has transparency, enlarged 2× when its shorter
+side is under 1,000 pixels (tesseract reads small print poorly), and read by
+``tesseract`` with ``[stages.parse] ocr_languages`` (default
+``chi_sim+eng``). A multi-page TIFF gets ``<!-- page: N -->`` before each
+page (up to ``max_pages``). Without tesseract the file fails as ``missing
+program``; an image in which OCR finds no text, or only text under
+``ocr_min_confidence`` (a script without its language, a photo), fails as
+``no text``.
+"""
+
+from __future__ import annotations
+
+from pipeline import hookimpl
+from pipeline.errors import PermanentError
+from pipeline.model import ParsedDocument, ParserInfo
+
+from plugins._common import claim, option
+from plugins._ocr import ocr_available, ocr_image, ocr_missing
+
+EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp")
+_SMALL = 1000  # shorter side, in pixels, under which the image is enlarged 2x for OCR
+
+
+@hookimpl
+def kb_parser_info():
+    return [
+        ParserInfo(
+            name="image",
+            extensions=EXTENSIONS,
+            priority=100,
+            description="tesseract OCR of images (Pillow: EXIF orientation, multi-page TIFF)",
+        )
+    ]
+
+
+@hookimpl
+def kb_worker_preload(settings):
+    """Forked parse workers inherit Pillow imported."""
+    return ["PIL.Image", "PIL.ImageOps"]
+
+
+@hookimpl
+def kb_parse(path, ext, settings):
+    claimed = claim(path, ext, EXTENSIONS, settings)
+    if claimed is None:
+        return None
+    path, ext = claimed
+    if not ocr_available(settings):
+        reason = "unsupported" if not option(settings, "ocr") else "missing program"
+        raise PermanentError(f"images are read with OCR, and {ocr_missing(settings)}", reason=reason)
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
+    try:
+        image = Image.open(path)
+        image.load()
+    except Image.DecompressionBombError as exc:
+        raise PermanentError(f"{path.name}: {exc}", reason="too large")
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise PermanentError(f"{path.name} could not be read as an image: {exc}", reason="corrupt")
+    frames = getattr(image, "n_frames", 1) if ext in (".tif", ".tiff") else 1
+    limit = option(settings, "max_pages")
+    blocks: list[str] = []
+    warnings: list[str] = []
+    try:
+        for index in range(min(frames, limit)):
+            if index:
+                image.seek(index)
+            ocr = ocr_image(_prepared(image, ImageOps), settings)
+            if ocr.text is None and frames == 1:
+                raise PermanentError(f"{path.name}: {ocr.why}", reason=ocr.reason or "parser error")
+            if frames > 1:
+                blocks.append(f"<!-- page: {index + 1} -->")
+            if ocr.text is None:
+                blocks.append(f"*[Page {index + 1}: no text kept: {ocr.why}]*")
+                warnings.append(f"page {index + 1}: {ocr.why}")
+            elif ocr.text:
+                blocks.append(ocr.text)
+    finally:
+        image.close()
+    if frames > limit:
+        blocks.append(f"*[Only the first {limit} of {frames} pages were read: max_pages]*")
+        warnings.append(f"the image has {frames} pages; only the first {limit} were read")
+    if not any(b and not b.startswith(("<!--", "*[")) for b in blocks):
+        return ParsedDocument(markdown="", parser="image")  # the parse stage records "no text"
+    return ParsedDocument(
+        markdown="<!-- ocr: tesseract -->\n\n" + "\n\n".join(blocks).strip() + "\n",
+        parser="image", locations="page" if frames > 1 else None, warnings=warnings,
+    )
+
+
+def _prepared(image, ImageOps):
+    """Upright, opaque on white, grey or RGB, and large enough for tesseract."""
+    from PIL import Image
+
+    image = ImageOps.exif_transpose(image)
+    if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        flat = Image.new("RGB", rgba.size, "white")
+        flat.paste(rgba, mask=rgba.getchannel("A"))
+        image = flat
+    elif image.mode not in ("L", "RGB"):
+        image = image.convert("RGB")
+    if min(image.size) < _SMALL:
+        image = image.resize((image.width * 2, image.height * 2), Image.LANCZOS)
+    return image

@@ -1,0 +1,173 @@
+"""Golden tests for plugins/parse_image.py (images drawn here; OCR by the real tesseract)."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import zlib
+
+import pytest
+
+from _parse_util import PermanentError, parse
+
+needs_tesseract = pytest.mark.skipif(not shutil.which("tesseract"),
+                                     reason="tesseract is not installed (apt-get install tesseract-ocr)")
+ENG = {"stages": {"parse": {"ocr_languages": "eng"}}}
+
+
+def _page(text: str, size=(1400, 500), font_size=56):
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("RGB", size, "white")
+    ImageDraw.Draw(img).text((60, size[1] // 3), text, fill="black", font=ImageFont.load_default(size=font_size))
+    return img
+
+
+@needs_tesseract
+@pytest.mark.parametrize("fmt", ["png", "jpeg", "bmp", "webp", "gif"])
+def test_each_image_format_is_read_by_ocr(tmp_path, fmt):
+    path = tmp_path / f"scan.{fmt}"
+    _page("Delivery note 8815").save(path)
+    doc = parse(path, ENG)
+    assert doc.markdown.startswith("<!-- ocr: tesseract -->")
+    assert "8815" in doc.markdown and "Delivery" in doc.markdown
+
+
+@needs_tesseract
+def test_multi_page_tiff_gets_page_markers(tmp_path):
+    path = tmp_path / "fax.tiff"
+    first, second = _page("First page 1111"), _page("Second page 2222")
+    first.save(path, save_all=True, append_images=[second])
+    md = parse(path, ENG).markdown
+    assert md.index("<!-- page: 1 -->") < md.index("1111") < md.index("<!-- page: 2 -->") < md.index("2222")
+
+
+@needs_tesseract
+def test_exif_orientation_is_applied_before_ocr(tmp_path):
+    from PIL import Image
+
+    # a phone photo stored sideways, with EXIF orientation 8 (rotate 90 degrees clockwise to view)
+    img = _page("Rotated receipt 5150").transpose(Image.Transpose.ROTATE_270)
+    exif = Image.Exif()
+    exif[0x0112] = 8
+    path = tmp_path / "photo.jpg"
+    img.save(path, exif=exif)
+    assert "5150" in parse(path, ENG).markdown
+
+
+@needs_tesseract
+def test_transparent_png_is_flattened_on_white(tmp_path):
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("RGBA", (1400, 500), (0, 0, 0, 0))  # black, fully transparent
+    ImageDraw.Draw(img).text((60, 160), "Overlay label 6060", fill=(0, 0, 0, 255),
+                             font=ImageFont.load_default(size=56))
+    path = tmp_path / "label.png"
+    img.save(path)
+    assert "6060" in parse(path, ENG).markdown
+
+
+@needs_tesseract
+def test_an_image_without_text_gives_no_markdown(tmp_path):
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (600, 600), "red")
+    ImageDraw.Draw(img).polygon([(0, 0), (600, 0), (600, 600)], fill="blue")
+    path = tmp_path / "flag.png"
+    img.save(path)
+    assert parse(path, ENG).markdown == ""  # the parse stage records "no text"
+
+
+def test_without_tesseract_images_fail_naming_the_program(tmp_path, monkeypatch):
+    from plugins import _ocr
+
+    path = tmp_path / "scan.png"
+    _page("x").save(path)
+    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH on which there is no tesseract
+    _ocr.tesseract_langs.cache_clear()
+    try:
+        with pytest.raises(PermanentError) as err:
+            parse(path)
+    finally:
+        _ocr.tesseract_langs.cache_clear()
+    assert err.value.reason == "missing program" and "tesseract is not installed" in err.value.message
+
+
+def test_ocr_disabled_images_are_unsupported(tmp_path):
+    path = tmp_path / "scan.png"
+    _page("x").save(path)
+    with pytest.raises(PermanentError) as err:
+        parse(path, {"stages": {"parse": {"ocr": False}}})
+    assert err.value.reason == "unsupported" and "OCR is disabled" in err.value.message
+
+
+@needs_tesseract
+def test_decompression_bomb_is_refused_before_decoding(tmp_path):
+    # a valid PNG header announcing 40,000 x 40,000 pixels (1.6 G), with almost no data
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 40000, 40000, 8, 0, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(b"\x00" * 100)) + chunk(b"IEND", b""))
+    path = tmp_path / "bomb.png"
+    path.write_bytes(png)
+    with pytest.raises(PermanentError) as err:
+        parse(path, ENG)
+    assert err.value.reason == "too large"
+
+
+@needs_tesseract
+def test_not_an_image(tmp_path):
+    path = tmp_path / "fake.jpg"
+    path.write_bytes(b"this is text with a .jpg name\n" * 20)
+    with pytest.raises(PermanentError) as err:
+        parse(path, ENG)
+    assert err.value.reason == "corrupt"
+
+
+@needs_tesseract
+def test_unreadable_ocr_text_is_not_kept(tmp_path):
+    from PIL import Image, ImageDraw
+
+    # noise that tesseract reads as a few unsure "words"
+    import random
+
+    rnd = random.Random(7)
+    img = Image.new("L", (900, 300), 255)
+    draw = ImageDraw.Draw(img)
+    for _ in range(400):
+        x, y = rnd.randrange(900), rnd.randrange(300)
+        draw.line((x, y, x + rnd.randrange(-30, 30), y + rnd.randrange(-30, 30)), fill=0, width=3)
+    path = tmp_path / "scribble.png"
+    img.save(path)
+    try:
+        doc = parse(path, ENG)
+    except PermanentError as err:
+        assert err.reason == "no text" and "ocr_min_confidence" in err.message
+    else:  # tesseract found nothing at all: also no text
+        assert doc.markdown == ""
+
+
+@needs_tesseract
+def test_chinese_image_is_read_with_chi_sim(tmp_path):
+    from _parse_util import FIXTURES
+    from plugins._ocr import tesseract_langs
+
+    if "chi_sim" not in tesseract_langs():
+        pytest.skip("tesseract has no chi_sim data (apt-get install tesseract-ocr-chi-sim)")
+    md = parse(FIXTURES / "chi_sim_image.jpeg").markdown  # default languages: chi_sim+eng
+    assert "甘草黄酮" in md and "适用人群" in md
+    assert "甘 草" not in md  # no spaces inserted inside Chinese text
+
+
+@needs_tesseract
+def test_a_script_without_its_language_is_not_kept_as_text():
+    """Vertical Japanese read with chi_sim+eng comes out as confident-looking garbage."""
+    from _parse_util import FIXTURES
+
+    with pytest.raises(PermanentError) as err:
+        parse(FIXTURES / "jpn-vert.jpeg")
+    assert err.value.reason == "no text" and "ocr_min_confidence" in err.value.message
+    # with the floor off, tesseract's garbage would be published
+    doc = parse(FIXTURES / "jpn-vert.jpeg", {"stages": {"parse": {"ocr_min_confidence": 0}}})
+    assert doc.markdown.strip()

@@ -30,6 +30,7 @@ Targets (issue 4): overhead <= 10 % of direct single-worker time; 2 workers
     python bench/parse.py --quick         # < 60 s
     python bench/parse.py --copies 4 --repeat 3
     python bench/parse.py --formats .docx,.pdf --max-per-format 5
+    python bench/parse.py --batch-only --exclude-formats .jpg,.jpeg,.png,.tiff,.bmp   # the batch without images
 
 ``--quick``: two files per format, one shared worker for the per-format
 table (its RSS column is then cumulative), one repeat, one copy.
@@ -524,6 +525,8 @@ def main() -> int:
                     help="only the batch comparison (parts 1 and 2 skipped; --copies defaults to 2)")
     ap.add_argument("--max-per-format", type=int, default=0, help="at most this many files per format (0 = all)")
     ap.add_argument("--formats", default="", help="comma-separated extensions to keep, e.g. .docx,.pdf (default all)")
+    ap.add_argument("--exclude-formats", default="",
+                    help="comma-separated extensions to leave out, e.g. .jpg,.png (the batch of sessions 7-10 had no images)")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
@@ -541,6 +544,9 @@ def main() -> int:
         if args.formats:
             keep = {e if e.startswith(".") else "." + e for e in args.formats.split(",")}
             files = [f for f in files if fmt_ext(f) in keep]
+        if args.exclude_formats:
+            drop = {e if e.startswith(".") else "." + e for e in args.exclude_formats.split(",")}
+            files = [f for f in files if fmt_ext(f) not in drop]
         if args.files:
             files = files[: args.files]
         print(f"\nparseable: {len(files)} files; left out: {len(skipped)}")

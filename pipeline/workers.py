@@ -49,7 +49,7 @@ def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None) -> Non
     # what is alive now (imported modules, warmed parsers) lives as long as the
     # worker: move it out of the collector's sight, or every full collection a
     # parser's garbage triggers walks the whole warm heap again (measured: a
-    # pdfminer-heavy PDF took 0.70 s instead of 0.54 s in one run out of two)
+    # pdfminer-heavy PDF took 0.70 s instead of 0.54 s on about half its parses)
     gc.freeze()
     try:
         conn.send(("ready",))  # task timeouts start counting after this

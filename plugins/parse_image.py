@@ -86,7 +86,7 @@ def kb_parse(path, ext, settings):
         blocks.append(f"*[Only the first {limit} of {frames} pages were read: max_pages]*")
         warnings.append(f"the image has {frames} pages; only the first {limit} were read")
     if not any(b and not b.startswith(("<!--", "*[")) for b in blocks):
-        return ParsedDocument(markdown="", parser="image")  # the parse stage records "no text"
+        raise PermanentError(f"OCR found no text in {path.name} (a photo or a drawing?)", reason="no text")
     return ParsedDocument(
         markdown="<!-- ocr: tesseract -->\n\n" + "\n\n".join(blocks).strip() + "\n",
         parser="image", locations="page" if frames > 1 else None, warnings=warnings,

@@ -68,14 +68,16 @@ def test_transparent_png_is_flattened_on_white(tmp_path):
 
 
 @needs_tesseract
-def test_an_image_without_text_gives_no_markdown(tmp_path):
+def test_an_image_without_text_fails_as_no_text(tmp_path):
     from PIL import Image, ImageDraw
 
     img = Image.new("RGB", (600, 600), "red")
     ImageDraw.Draw(img).polygon([(0, 0), (600, 0), (600, 600)], fill="blue")
     path = tmp_path / "flag.png"
     img.save(path)
-    assert parse(path, ENG).markdown == ""  # the parse stage records "no text"
+    with pytest.raises(PermanentError) as err:
+        parse(path, ENG)
+    assert err.value.reason == "no text" and "OCR found no text in flag.png" in err.value.message
 
 
 def test_without_tesseract_images_fail_naming_the_program(tmp_path, monkeypatch):
@@ -140,12 +142,9 @@ def test_unreadable_ocr_text_is_not_kept(tmp_path):
         draw.line((x, y, x + rnd.randrange(-30, 30), y + rnd.randrange(-30, 30)), fill=0, width=3)
     path = tmp_path / "scribble.png"
     img.save(path)
-    try:
-        doc = parse(path, ENG)
-    except PermanentError as err:
-        assert err.reason == "no text" and "ocr_min_confidence" in err.message
-    else:  # tesseract found nothing at all: also no text
-        assert doc.markdown == ""
+    with pytest.raises(PermanentError) as err:  # unsure text, or none at all: no text either way
+        parse(path, ENG)
+    assert err.value.reason == "no text"
 
 
 @needs_tesseract

@@ -114,8 +114,8 @@ def test_odt_and_rtf_fixtures():
     assert "# My First Heading" in parse(FIXTURES / "fake-doc.rtf").markdown
 
 
-@pytest.mark.skipif(bool(shutil.which("soffice") or shutil.which("libreoffice")), reason="LibreOffice is installed")
-def test_doc_without_libreoffice_names_it(tmp_path):
+def test_doc_without_libreoffice_names_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH without soffice, whether or not it is installed
     f = tmp_path / "old.doc"
     f.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 1024)
     with pytest.raises(PermanentError) as err:
@@ -168,3 +168,21 @@ def test_renderer_table_spans():
 
     rows = html_table_rows('<table><tr><td rowspan="2">a</td><td colspan="2">b</td></tr><tr><td>c</td><td>d</td></tr></table>')
     assert rows == [["a", "b", ""], ["", "c", "d"]]
+
+
+@pytest.mark.skipif(not (shutil.which("soffice") or shutil.which("libreoffice")),
+                    reason="LibreOffice is not installed (apt-get install libreoffice-writer-nogui)")
+def test_doc_through_libreoffice(report_docx, tmp_path):
+    """A legacy .doc (written here by LibreOffice from a .docx) keeps its headings and lists."""
+    import subprocess
+
+    out = tmp_path / "legacy"
+    subprocess.run(["soffice", "--headless", f"-env:UserInstallation=file://{tmp_path}/lo-profile",
+                    "--convert-to", "doc", "--outdir", str(out), str(report_docx)],
+                   check=True, capture_output=True, timeout=180)
+    doc = next(out.glob("*.doc"))
+    assert doc.read_bytes()[:8] == b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an OLE file, not a renamed docx
+    md = parse(doc).markdown
+    assert "# 技术方案" in md and "## 系统架构" in md and "### Details" in md
+    assert "- First point" in md and "| 北京 |" in md
+    assert "HEADER-TEXT" not in md and "FOOTER-TEXT" not in md

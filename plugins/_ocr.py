@@ -4,8 +4,8 @@
 configured ``[stages.parse] ocr_languages`` that are installed, bounded by
 ``ocr_timeout_seconds``, one thread (parse workers run side by side), and
 returns an :class:`Ocr`: the text, or why there is none (tesseract missing or
-failed, or text too unsure to keep: ``ocr_min_confidence``). ``clean_text`` is the text
-clean-up both parsers apply to what they extract.
+failed, or text too unsure to keep: ``ocr_min_confidence``). ``clean_text``
+is the clean-up both parsers apply to the text they extract.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def tesseract_langs() -> frozenset[str]:
 
 
 def ocr_missing(settings) -> str:
-    """Why OCR cannot run here (call when ``ocr_image`` returned None)."""
+    """Why OCR cannot run here (when ``ocr_available`` is False)."""
     if not option(settings, "ocr"):
         return "OCR is disabled ([stages.parse] ocr = false)"
     if not shutil.which("tesseract"):

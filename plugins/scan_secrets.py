@@ -382,7 +382,6 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             parts = val.split(" ")
             if parts[0].lower() in _AUTH_SCHEMES:
                 if len(parts) < 2:
-                    rest = text[start + len(val):m.end()].lstrip(" ")
                     nxt = re.match(r"[^\s\"'`,;]+", text[start + len(val):].lstrip(" "))
                     if not nxt:
                         continue

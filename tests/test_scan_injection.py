@@ -118,7 +118,6 @@ def test_inline_pragma_cannot_allowlist():
 # ---- speed-up machinery must not change results ----
 
 def test_patternset_equals_finditer():
-    import re as _re
 
     from plugins import _injection_rules as R
     from plugins._scanutil import PatternSet, normalize

@@ -1,13 +1,14 @@
 """Parser for images (scans, photos of documents, screenshots): tesseract OCR.
 
-Owns .png .jpg .jpeg .tif .tiff .bmp .gif .webp. The image is opened with
-Pillow (its decompression-bomb limit applies: an image of more than ~179 M
+Owns .png .jpg .jpeg .tif .tiff .bmp .gif .webp, and .heic .heif (phone
+photos, through pillow-heif). The image is opened with Pillow (its
+decompression-bomb limit applies: an image of more than ~179 M
 pixels fails as ``too large``), turned upright by its EXIF orientation,
 flattened onto white when it has transparency, enlarged 2× when its shorter
 side is under 1,000 pixels (tesseract reads small print poorly), and read by
 ``tesseract`` with ``[stages.parse] ocr_languages`` (default
-``chi_sim+eng``). A multi-page TIFF gets ``<!-- page: N -->`` before each
-page (up to ``max_pages``). Without tesseract the file fails as ``missing
+``chi_sim+eng``). A multi-page TIFF or HEIC gets ``<!-- page: N -->`` before
+each page (up to ``max_pages``). Without tesseract the file fails as ``missing
 program``; an image in which OCR finds no text, or only text under
 ``ocr_min_confidence`` (a script without its language, a photo), fails as
 ``no text``.
@@ -22,7 +23,8 @@ from pipeline.model import ParsedDocument, ParserInfo
 from plugins._common import claim, option
 from plugins._ocr import ocr_available, ocr_image, ocr_missing
 
-EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp")
+EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".heic", ".heif")
+MULTI_PAGE = (".tif", ".tiff", ".heic", ".heif")  # formats whose frames are pages, not animation
 _SMALL = 1000  # shorter side, in pixels, under which the image is enlarged 2x for OCR
 
 
@@ -55,6 +57,8 @@ def kb_parse(path, ext, settings):
         raise PermanentError(f"images are read with OCR, and {ocr_missing(settings)}", reason=reason)
     from PIL import Image, ImageOps, UnidentifiedImageError
 
+    if ext in (".heic", ".heif"):
+        _register_heif()
     try:
         image = Image.open(path)
         image.load()
@@ -62,7 +66,7 @@ def kb_parse(path, ext, settings):
         raise PermanentError(f"{path.name}: {exc}", reason="too large")
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise PermanentError(f"{path.name} could not be read as an image: {exc}", reason="corrupt")
-    frames = getattr(image, "n_frames", 1) if ext in (".tif", ".tiff") else 1
+    frames = getattr(image, "n_frames", 1) if ext in MULTI_PAGE else 1
     limit = option(settings, "max_pages")
     blocks: list[str] = []
     warnings: list[str] = []
@@ -91,6 +95,15 @@ def kb_parse(path, ext, settings):
         markdown="<!-- ocr: tesseract -->\n\n" + "\n\n".join(blocks).strip() + "\n",
         parser="image", locations="page" if frames > 1 else None, warnings=warnings,
     )
+
+
+def _register_heif() -> None:
+    try:
+        from pillow_heif import register_heif_opener
+    except ImportError:
+        raise PermanentError("HEIC/HEIF images need the pillow-heif package (pip install pillow-heif)",
+                             reason="missing program") from None
+    register_heif_opener()
 
 
 def _prepared(image, ImageOps):

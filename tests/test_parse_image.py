@@ -170,3 +170,16 @@ def test_a_script_without_its_language_is_not_kept_as_text():
     # with the floor off, tesseract's garbage would be published
     doc = parse(FIXTURES / "jpn-vert.jpeg", {"stages": {"parse": {"ocr_min_confidence": 0}}})
     assert doc.markdown.strip()
+
+
+@needs_tesseract
+def test_heic_photos_through_pillow_heif(tmp_path):
+    from pillow_heif import register_heif_opener
+
+    register_heif_opener()  # to write the test files; the parser registers it itself
+    one, multi = tmp_path / "photo.heic", tmp_path / "burst.heic"
+    _page("Phone photo 7373").save(one, quality=90)
+    _page("First image 1212").save(multi, save_all=True, append_images=[_page("Second image 8484")], quality=90)
+    assert "7373" in parse(one, ENG).markdown
+    md = parse(multi, ENG).markdown
+    assert md.index("<!-- page: 1 -->") < md.index("1212") < md.index("<!-- page: 2 -->") < md.index("8484")

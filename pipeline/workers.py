@@ -168,7 +168,11 @@ class WorkerPool:
             threading.Thread(target=self._start_workers, args=(n,), name="kbwatch-worker-start", daemon=True).start()
 
     def _start_workers(self, n: int) -> None:
-        for _ in range(n):
+        for i in range(n):
+            with self._lock:
+                if self._closed:  # give back the slots not started
+                    self._started -= n - i
+                    return
             try:
                 w = _Worker(self.memory_mb, self.warmup, self._ctx)
             except Exception as exc:  # a call that needs a worker starts its own
@@ -176,14 +180,14 @@ class WorkerPool:
                 with self._lock:
                     self._started -= 1
                 continue
-            with self._lock:
+            with self._lock:  # put under the lock: close() drains _idle under it
                 closed = self._closed
                 if closed:
                     self._started -= 1
+                else:
+                    self._idle.put(w)
             if closed:
                 w.kill()
-            else:
-                self._idle.put(w)
 
     def reap(self, max_idle: float) -> int:
         """Stop workers idle for longer than ``max_idle`` seconds (an idle service
@@ -231,15 +235,21 @@ class WorkerPool:
                     with self._lock:
                         self._started -= 1
                     raise
-                break
-            try:  # a worker comes back, or one prestart is starting comes up
-                w = self._idle.get(timeout=0.5)
-                break
-            except queue.Empty:
-                continue  # re-check: a failed start or a stopped worker frees a slot
-        with self._lock:
-            self._busy.add(w)
-        return w
+            else:
+                try:  # a worker comes back, or one prestart is starting comes up
+                    w = self._idle.get(timeout=0.5)
+                except queue.Empty:
+                    continue  # re-check: a failed start or a stopped worker frees a slot
+            with self._lock:  # close() kills what is busy: register under its lock, or be killed now
+                closed = self._closed
+                if closed:
+                    self._started -= 1
+                else:
+                    self._busy.add(w)
+            if closed:
+                w.kill()
+                raise TransientError("the service is shutting down", reason="shutdown")
+            return w
 
     def _release(self, w: _Worker, healthy: bool) -> None:
         with self._lock:
@@ -251,7 +261,7 @@ class WorkerPool:
                     w.kill()
                 self._started -= 1
                 return
-        self._idle.put(w)
+            self._idle.put(w)  # under the lock: close() drains _idle under it
 
     def call(self, fn: Callable, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
         w = self._acquire()
@@ -263,6 +273,8 @@ class WorkerPool:
                 if self._closed:
                     raise TransientError("the service is shutting down", reason="shutdown") from None
                 raise
+            if self._closed:  # closed while this worker warmed up
+                raise TransientError("the service is shutting down", reason="shutdown")
             try:
                 w.conn.send((fn, args, kwargs))
             except (OSError, EOFError, BrokenPipeError):

@@ -2,16 +2,18 @@
 
 Owns .png .jpg .jpeg .tif .tiff .bmp .gif .webp, and .heic .heif (phone
 photos, through pillow-heif). The image is opened with Pillow (its
-decompression-bomb limit applies: an image of more than ~179 M
-pixels fails as ``too large``), turned upright by its EXIF orientation,
-flattened onto white when it has transparency, enlarged 2× when its shorter
-side is under 1,000 pixels (tesseract reads small print poorly), and read by
-``tesseract`` with ``[stages.parse] ocr_languages`` (default
-``chi_sim+eng``). A multi-page TIFF or HEIC gets ``<!-- page: N -->`` before
-each page (up to ``max_pages``). Without tesseract the file fails as ``missing
-program``; an image in which OCR finds no text, or only text under
-``ocr_min_confidence`` (a script without its language, a photo), fails as
-``no text``.
+decompression-bomb limit applies: an image of more than ~179 M pixels fails
+as ``too large``), turned upright by its EXIF orientation, flattened onto
+white when it has transparency, stretched to 8 bits when it has 16 or 32,
+enlarged 2× when its shorter side is under 1,000 pixels (tesseract reads
+small print poorly), shrunk to tesseract's 32,767-pixel limit when a side is
+longer, and read by ``tesseract`` with ``[stages.parse] ocr_languages``
+(default ``chi_sim+eng``). A multi-page TIFF or HEIC gets ``<!-- page: N
+-->`` before each page (up to ``max_pages``); a damaged page ends the
+document with a note and a warning, the pages before it kept. Without
+tesseract the file fails as ``missing program``; an image in which OCR finds
+no text, or only text under ``ocr_min_confidence`` (a script without its
+language, a photo), fails as ``no text``.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
 from plugins._common import claim, option
-from plugins._ocr import ocr_available, ocr_image, ocr_missing
+from plugins._ocr import Ocr, ocr_available, ocr_image, ocr_missing
 
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".heic", ".heif")
 MULTI_PAGE = (".tif", ".tiff", ".heic", ".heif")  # formats whose frames are pages, not animation
 _SMALL = 1000  # shorter side, in pixels, under which the image is enlarged 2x for OCR
+_TESSERACT_MAX = 32767  # tesseract refuses an image with a longer side
 
 
 @hookimpl
@@ -59,27 +62,42 @@ def kb_parse(path, ext, settings):
 
     if ext in (".heic", ".heif"):
         _register_heif()
+    unreadable = (UnidentifiedImageError, OSError, SyntaxError, ValueError, TypeError, EOFError, IndexError)
     try:
         image = Image.open(path)
         image.load()
     except Image.DecompressionBombError as exc:
         raise PermanentError(f"{path.name}: {exc}", reason="too large")
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except unreadable as exc:
         raise PermanentError(f"{path.name} could not be read as an image: {exc}", reason="corrupt")
-    frames = getattr(image, "n_frames", 1) if ext in MULTI_PAGE else 1
     limit = option(settings, "max_pages")
     blocks: list[str] = []
     warnings: list[str] = []
     try:
+        frames = getattr(image, "n_frames", 1) if ext in MULTI_PAGE else 1
+    except unreadable as exc:  # a damaged page directory: the first page still reads
+        frames = 1
+        warnings.append(f"only the first page could be read; the page directory is damaged: {exc}")
+    failed: list[Ocr] = []  # pages whose OCR gave nothing to keep, and why
+    try:
         for index in range(min(frames, limit)):
-            if index:
-                image.seek(index)
-            ocr = ocr_image(_prepared(image, ImageOps), settings)
+            try:
+                if index:
+                    image.seek(index)
+                prepared = _prepared(image, ImageOps)
+            except unreadable as exc:  # a damaged page: keep the pages before it
+                if index == 0:
+                    raise PermanentError(f"{path.name} could not be read as an image: {exc}", reason="corrupt")
+                blocks.append(f"*[Pages {index + 1}–{frames} could not be read: {exc}]*")
+                warnings.append(f"pages {index + 1}-{frames} of {frames} could not be read: {exc}")
+                break
+            ocr = ocr_image(prepared, settings)
             if ocr.text is None and frames == 1:
                 raise PermanentError(f"{path.name}: {ocr.why}", reason=ocr.reason or "parser error")
             if frames > 1:
                 blocks.append(f"<!-- page: {index + 1} -->")
             if ocr.text is None:
+                failed.append(ocr)
                 blocks.append(f"*[Page {index + 1}: no text kept: {ocr.why}]*")
                 warnings.append(f"page {index + 1}: {ocr.why}")
             elif ocr.text:
@@ -90,6 +108,9 @@ def kb_parse(path, ext, settings):
         blocks.append(f"*[Only the first {limit} of {frames} pages were read: max_pages]*")
         warnings.append(f"the image has {frames} pages; only the first {limit} were read")
     if not any(b and not b.startswith(("<!--", "*[")) for b in blocks):
+        if failed:  # every page failed: say why (a timeout, tesseract failing, unreadable text)
+            raise PermanentError(f"{path.name}: no page gave text; page 1: {failed[0].why}",
+                                 reason=failed[0].reason or "parser error")
         raise PermanentError(f"OCR found no text in {path.name} (a photo or a drawing?)", reason="no text")
     return ParsedDocument(
         markdown="<!-- ocr: tesseract -->\n\n" + "\n\n".join(blocks).strip() + "\n",
@@ -107,7 +128,7 @@ def _register_heif() -> None:
 
 
 def _prepared(image, ImageOps):
-    """Upright, opaque on white, grey or RGB, and large enough for tesseract."""
+    """Upright, opaque on white, 8-bit grey or RGB, and sized for tesseract."""
     from PIL import Image
 
     image = ImageOps.exif_transpose(image)
@@ -116,8 +137,16 @@ def _prepared(image, ImageOps):
         flat = Image.new("RGB", rgba.size, "white")
         flat.paste(rgba, mask=rgba.getchannel("A"))
         image = flat
+    elif image.mode.startswith("I") or image.mode == "F":  # 16/32-bit or float: stretch to 8 bits
+        wide = image.convert("F")
+        lo, hi = wide.getextrema()
+        image = (wide.point(lambda v: (v - lo) * (255.0 / (hi - lo))) if hi > lo else wide).convert("L")
     elif image.mode not in ("L", "RGB"):
         image = image.convert("RGB")
-    if min(image.size) < _SMALL:
-        image = image.resize((image.width * 2, image.height * 2), Image.LANCZOS)
+    # enlarge small images 2x, and keep both sides within tesseract's 32,767-pixel limit
+    scale = 2.0 if min(image.size) < _SMALL else 1.0
+    scale = min(scale, _TESSERACT_MAX / max(image.size))
+    if scale != 1.0:
+        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+        image = image.resize(size, Image.LANCZOS)
     return image

@@ -110,7 +110,8 @@ def kb_parse(path, ext, settings):
         pdf.close()
     if not_ocred:
         pages = ", ".join(str(n) for n, _ in not_ocred[:20]) + ("..." if len(not_ocred) > 20 else "")
-        warnings.append(f"scanned page(s) without text were not OCRed (pages {pages}): {not_ocred[0][1]}")
+        whys = "; ".join(dict.fromkeys(why for _, why in not_ocred))
+        warnings.append(f"scanned page(s) without a text layer have no OCR text kept (pages {pages}): {whys}")
     if title and title.lower().startswith("microsoft word - "):
         title = title[17:].strip() or None
     return ParsedDocument(

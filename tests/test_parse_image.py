@@ -128,10 +128,9 @@ def test_not_an_image(tmp_path):
 
 
 @needs_tesseract
-def test_unreadable_ocr_text_is_not_kept(tmp_path):
+def test_noise_gives_no_text(tmp_path):
     from PIL import Image, ImageDraw
 
-    # noise that tesseract reads as a few unsure "words"
     import random
 
     rnd = random.Random(7)
@@ -142,9 +141,53 @@ def test_unreadable_ocr_text_is_not_kept(tmp_path):
         draw.line((x, y, x + rnd.randrange(-30, 30), y + rnd.randrange(-30, 30)), fill=0, width=3)
     path = tmp_path / "scribble.png"
     img.save(path)
-    with pytest.raises(PermanentError) as err:  # unsure text, or none at all: no text either way
+    with pytest.raises(PermanentError) as err:
         parse(path, ENG)
     assert err.value.reason == "no text"
+
+
+@needs_tesseract
+def test_sixteen_bit_scan_is_stretched_to_eight_bits(tmp_path):
+    """Ink at 3,000 and paper at 40,000 of 65,535: a plain 8-bit conversion clips both to white."""
+    from PIL import Image
+
+    grey = _page("Archive scan 4242").convert("L")
+    wide = Image.new("I;16", grey.size)
+    wide.putdata([3000 if v < 128 else 40000 for v in grey.getdata()])
+    path = tmp_path / "scan16.png"
+    wide.save(path)
+    assert Image.open(path).mode.startswith("I")
+    assert "4242" in parse(path, ENG).markdown
+
+
+@needs_tesseract
+def test_tall_receipt_stays_within_tesseract_limits(tmp_path):
+    """900 px wide would be enlarged 2x; 20,000 px tall must not pass tesseract's 32,767."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("L", (900, 20000), 255)
+    draw = ImageDraw.Draw(img)
+    font = ImageFont.load_default(size=48)
+    for i, y in enumerate(range(200, 20000, 2500)):
+        draw.text((40, y), f"Item {i} total {1000 + i}", fill=0, font=font)
+    path = tmp_path / "receipt.png"
+    img.save(path)
+    md = parse(path, ENG).markdown
+    assert "1000" in md and "1007" in md
+
+
+@needs_tesseract
+def test_truncated_multi_page_tiff_keeps_the_pages_before_the_damage(tmp_path):
+    path = tmp_path / "fax.tiff"
+    _page("First page 1111").save(path, save_all=True, append_images=[_page("Second page 2222")])
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) * 3 // 4])  # cut inside the second page's pixels
+    doc = parse(path, ENG)
+    assert "1111" in doc.markdown and "2222" not in doc.markdown
+    assert "could not be read" in doc.markdown and "pages 2-2 of 2 could not be read" in doc.warnings[0]
+    path.write_bytes(data[: len(data) // 2])  # cut inside the second page's directory entry
+    doc = parse(path, ENG)
+    assert "1111" in doc.markdown and "page directory is damaged" in doc.warnings[0]
 
 
 @needs_tesseract

@@ -81,7 +81,7 @@ def test_prestart_returns_while_the_template_is_still_importing(tmp_path):
             "pids = {pool.call(os.getpid, timeout=60) for _ in range(6)}\n"
             "print(len(pids), os.getpid() not in pids); pool.close()\n")
     env = dict(os.environ, KB_TEST_GATE=str(gate), PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=90, env=env)
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=45, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.strip().splitlines()
     assert lines[0] == "prestart returned"

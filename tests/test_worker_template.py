@@ -114,3 +114,62 @@ def test_one_shot_batch_runs_in_process_files_first_then_largest_first(tmp_path)
     order = [item.entry.rel for item in todo]
     assert order == ["data.csv", "notes.txt", "big.pdf", "mid.pptx", "small.docx"]
     kb.close()
+
+
+def _live_workers(pids_before: set[int]) -> list:
+    import psutil
+
+    out = []
+    for c in psutil.Process().children(recursive=True):
+        try:
+            if c.pid not in pids_before and c.status() != psutil.STATUS_ZOMBIE \
+                    and "resource_tracker" not in " ".join(c.cmdline()):
+                out.append(c)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def test_close_while_workers_start_leaves_no_worker_alive(monkeypatch):
+    """close() during a slow start (a forkserver template importing, here a delay) kills what comes up."""
+    import threading
+    import time
+
+    import psutil
+
+    from pipeline import workers
+    from pipeline.errors import TransientError
+
+    before = {c.pid for c in psutil.Process().children(recursive=True)}
+    real_init = workers._Worker.__init__
+
+    def slow_init(self, *args, **kwargs):
+        time.sleep(0.5)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(workers._Worker, "__init__", slow_init)
+    # a caller starting its own worker
+    pool = WorkerPool(1)
+    outcome = {}
+
+    def caller():
+        try:
+            outcome["result"] = pool.call(os.getpid, timeout=60)
+        except TransientError as exc:
+            outcome["result"] = exc.reason
+
+    t = threading.Thread(target=caller)
+    t.start()
+    time.sleep(0.2)
+    pool.close()
+    t.join(timeout=60)
+    assert outcome["result"] == "shutdown"
+    # workers prestart is starting in the background
+    pool2 = WorkerPool(2)
+    pool2.prestart()
+    time.sleep(0.7)  # the first is up (or nearly), the second not yet
+    pool2.close()
+    deadline = time.monotonic() + 10
+    while _live_workers(before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _live_workers(before)

@@ -76,6 +76,11 @@ def fmt_ext(path: Path) -> str:
     return split_name(path.name)[1].lower()
 
 
+def ext_set(arg: str) -> set[str]:
+    """``".docx,pdf"`` -> ``{".docx", ".pdf"}``."""
+    return {e if e.startswith(".") else "." + e for e in arg.split(",") if e}
+
+
 def table(rows: list[list], header: list[str]) -> str:
     rows = [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
@@ -542,11 +547,9 @@ def main() -> int:
     try:
         files, skipped = select_files(work, args.max_per_format)
         if args.formats:
-            keep = {e if e.startswith(".") else "." + e for e in args.formats.split(",")}
-            files = [f for f in files if fmt_ext(f) in keep]
+            files = [f for f in files if fmt_ext(f) in ext_set(args.formats)]
         if args.exclude_formats:
-            drop = {e if e.startswith(".") else "." + e for e in args.exclude_formats.split(",")}
-            files = [f for f in files if fmt_ext(f) not in drop]
+            files = [f for f in files if fmt_ext(f) not in ext_set(args.exclude_formats)]
         if args.files:
             files = files[: args.files]
         print(f"\nparseable: {len(files)} files; left out: {len(skipped)}")

@@ -79,16 +79,15 @@ def _order_key(kb: KnowledgeBase):
     batch (longest-processing-time-first, with the size standing in for the
     time).
     """
-    from pipeline.parsing import choose_parser
+    from pipeline.parsing import choose_parser, isolated
     from pipeline.sources import split_name
 
-    isolate = kb.settings["stages"]["parse"]["isolate"]
     cache: dict[str, bool] = {}
 
     def in_worker(ext: str) -> bool:
         if ext not in cache:
             info = choose_parser(kb.plugins, ext)
-            cache[ext] = isolate is not False and info is not None and (isolate is True or not info.inprocess)
+            cache[ext] = info is not None and isolated(info, kb.settings)
         return cache[ext]
 
     return lambda item: (in_worker(split_name(item.entry.path.name)[1].lower()), -item.entry.size)

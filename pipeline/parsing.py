@@ -60,6 +60,12 @@ def choose_parser(plugins: PluginSet, ext: str) -> ParserInfo | None:
     return found[0] if found else None
 
 
+def isolated(info: ParserInfo, settings: dict) -> bool:
+    """Whether a file this parser takes is parsed in a worker process (``[stages.parse] isolate``)."""
+    isolate = settings["stages"]["parse"]["isolate"]
+    return isolate is True or (isolate == "auto" and not info.inprocess)
+
+
 def _worker_plugins(settings: dict) -> PluginSet:
     key = repr((settings.get("_root"), settings["pipeline"]["plugins"], settings["pipeline"].get("disable")))
     plugins = _WORKER_PLUGINS.get(key)

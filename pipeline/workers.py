@@ -174,20 +174,36 @@ class WorkerPool:
                     self._started -= n - i
                     return
             try:
-                w = _Worker(self.memory_mb, self.warmup, self._ctx)
+                w = self._new_worker()
             except Exception as exc:  # a call that needs a worker starts its own
                 logger.warning("could not start a parse worker: {}", exc)
-                with self._lock:
-                    self._started -= 1
                 continue
-            with self._lock:  # put under the lock: close() drains _idle under it
-                closed = self._closed
-                if closed:
-                    self._started -= 1
-                else:
-                    self._idle.put(w)
-            if closed:
-                w.kill()
+            self._admit(w, self._idle.put)
+
+    def _new_worker(self) -> _Worker:
+        """Start a worker for a slot already counted in ``_started`` (given back if the start fails).
+
+        Called outside the lock: with a forkserver, starting blocks until its
+        template process has imported the parsers.
+        """
+        try:
+            return _Worker(self.memory_mb, self.warmup, self._ctx)
+        except Exception:
+            with self._lock:
+                self._started -= 1
+            raise
+
+    def _admit(self, w: _Worker, keep: Callable[[_Worker], Any]) -> bool:
+        """Hand a started worker to ``keep`` (the idle queue, the busy set) under the
+        lock, unless the pool closed meanwhile: then kill it and give its slot back.
+        close() drains and kills under the same lock, so no worker escapes it."""
+        with self._lock:
+            if not self._closed:
+                keep(w)
+                return True
+            self._started -= 1
+        w.kill()
+        return False
 
     def reap(self, max_idle: float) -> int:
         """Stop workers idle for longer than ``max_idle`` seconds (an idle service
@@ -228,26 +244,14 @@ class WorkerPool:
                 start = self._idle.empty() and self._started < self.size
                 if start:
                     self._started += 1
-            if start:  # outside the lock: starting can block until the template is ready
-                try:
-                    w = _Worker(self.memory_mb, self.warmup, self._ctx)
-                except Exception:
-                    with self._lock:
-                        self._started -= 1
-                    raise
+            if start:
+                w = self._new_worker()
             else:
                 try:  # a worker comes back, or one prestart is starting comes up
                     w = self._idle.get(timeout=0.5)
                 except queue.Empty:
                     continue  # re-check: a failed start or a stopped worker frees a slot
-            with self._lock:  # close() kills what is busy: register under its lock, or be killed now
-                closed = self._closed
-                if closed:
-                    self._started -= 1
-                else:
-                    self._busy.add(w)
-            if closed:
-                w.kill()
+            if not self._admit(w, self._busy.add):
                 raise TransientError("the service is shutting down", reason="shutdown")
             return w
 

@@ -56,10 +56,13 @@ def ocr_missing(settings) -> str:
     return "tesseract has none of the languages " + str(option(settings, "ocr_languages"))
 
 
+def _languages(settings) -> list[str]:
+    """The configured ``ocr_languages`` that tesseract has installed, in their order."""
+    return [lang for lang in str(option(settings, "ocr_languages")).split("+") if lang and lang in tesseract_langs()]
+
+
 def ocr_available(settings) -> bool:
-    wanted = [lang for lang in str(option(settings, "ocr_languages")).split("+") if lang]
-    return bool(option(settings, "ocr")) and bool(shutil.which("tesseract")) and any(
-        lang in tesseract_langs() for lang in wanted)
+    return bool(option(settings, "ocr")) and bool(shutil.which("tesseract")) and bool(_languages(settings))
 
 
 class Ocr(NamedTuple):
@@ -75,13 +78,16 @@ class Ocr(NamedTuple):
 def ocr_image(image, settings) -> Ocr:
     """OCR one Pillow image with tesseract (text and word confidences in one run).
 
-    Text whose mean word confidence (weighted by length) is under
+    ``image`` may also be a function that returns the image (a PDF page to
+    render): it is called only when OCR can run. Text whose mean word confidence (weighted by length) is under
     ``ocr_min_confidence`` is not kept: it is what tesseract reads from a
     script it has no language for, or from a photo, and a model would cite it.
     """
     if not ocr_available(settings):
         return Ocr(None, ocr_missing(settings), "missing program")
-    langs = [lang for lang in str(option(settings, "ocr_languages")).split("+") if lang in tesseract_langs()]
+    langs = _languages(settings)
+    if callable(image):
+        image = image()
     with tempfile.TemporaryDirectory(prefix="kbwatch-ocr-") as tmp:
         png = os.path.join(tmp, "page.png")
         image.save(png)

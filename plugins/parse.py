@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pipeline import hookimpl
 from pipeline.errors import PermanentError
-from pipeline.parsing import choose_parser, parse_file, parse_in_worker
+from pipeline.parsing import choose_parser, isolated, parse_file, parse_in_worker
 from pipeline.stage import RunContext, Stage
 
 
@@ -36,9 +36,7 @@ class ParseStage(Stage):
                 f"unsupported file type {ctx.ext or '(no extension)'}: no parser claims it",
                 reason="unsupported",
             )
-        isolate = opts["isolate"]
-        use_worker = ctx.offload is not None and (isolate is True or (isolate == "auto" and not info.inprocess))
-        if use_worker:
+        if ctx.offload is not None and isolated(info, ctx.settings):
             doc = ctx.offload(parse_in_worker, str(ctx.source), ctx.ext, ctx.settings,
                               timeout=opts["timeout_seconds"] or None)
         else:

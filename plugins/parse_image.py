@@ -58,7 +58,7 @@ def kb_parse(path, ext, settings):
     if not ocr_available(settings):
         reason = "unsupported" if not option(settings, "ocr") else "missing program"
         raise PermanentError(f"images are read with OCR, and {ocr_missing(settings)}", reason=reason)
-    from PIL import Image, ImageOps, UnidentifiedImageError
+    from PIL import Image, UnidentifiedImageError
 
     if ext in (".heic", ".heif"):
         _register_heif()
@@ -84,7 +84,7 @@ def kb_parse(path, ext, settings):
             try:
                 if index:
                     image.seek(index)
-                prepared = _prepared(image, ImageOps)
+                prepared = _prepared(image)
             except unreadable as exc:  # a damaged page: keep the pages before it
                 if index == 0:
                     raise PermanentError(f"{path.name} could not be read as an image: {exc}", reason="corrupt")
@@ -127,9 +127,9 @@ def _register_heif() -> None:
     register_heif_opener()
 
 
-def _prepared(image, ImageOps):
+def _prepared(image):
     """Upright, opaque on white, 8-bit grey or RGB, and sized for tesseract."""
-    from PIL import Image
+    from PIL import Image, ImageOps
 
     image = ImageOps.exif_transpose(image)
     if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):

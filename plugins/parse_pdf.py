@@ -28,7 +28,7 @@ from pipeline.model import ParsedDocument, ParserInfo
 
 from plugins._common import claim, head, md_table, option
 from plugins._ocr import clean_text as clean
-from plugins._ocr import Ocr, ocr_available, ocr_image, ocr_missing
+from plugins._ocr import ocr_image
 
 
 @hookimpl
@@ -77,10 +77,7 @@ def kb_parse(path, ext, settings):
             blocks.append(f"<!-- page: {index + 1} -->")
             text = _pdfium_text(page)
             if len(re.sub(r"\s", "", text)) < option(settings, "ocr_min_chars") and _count(page, 3, 1):
-                if ocr_available(settings):  # render the page only when it can be read
-                    ocr = ocr_image(page.render(scale=option(settings, "ocr_dpi") / 72).to_pil(), settings)
-                else:
-                    ocr = Ocr(None, ocr_missing(settings), "missing program")
+                ocr = ocr_image(lambda: page.render(scale=option(settings, "ocr_dpi") / 72).to_pil(), settings)
                 if ocr.text is not None:
                     text = ocr.text
                     blocks.append("<!-- ocr: tesseract -->")

@@ -15,6 +15,13 @@ needs_tesseract = pytest.mark.skipif(not shutil.which("tesseract"),
 ENG = {"stages": {"parse": {"ocr_languages": "eng"}}}
 
 
+def _failure(path, settings=None) -> PermanentError:
+    """The PermanentError parsing ``path`` must raise."""
+    with pytest.raises(PermanentError) as err:
+        parse(path, settings)
+    return err.value
+
+
 def _page(text: str, size=(1400, 500), font_size=56):
     from PIL import Image, ImageDraw, ImageFont
 
@@ -75,9 +82,8 @@ def test_an_image_without_text_fails_as_no_text(tmp_path):
     ImageDraw.Draw(img).polygon([(0, 0), (600, 0), (600, 600)], fill="blue")
     path = tmp_path / "flag.png"
     img.save(path)
-    with pytest.raises(PermanentError) as err:
-        parse(path, ENG)
-    assert err.value.reason == "no text" and "OCR found no text in flag.png" in err.value.message
+    err = _failure(path, ENG)
+    assert err.reason == "no text" and "OCR found no text in flag.png" in err.message
 
 
 def test_without_tesseract_images_fail_naming_the_program(tmp_path, monkeypatch):
@@ -88,19 +94,17 @@ def test_without_tesseract_images_fail_naming_the_program(tmp_path, monkeypatch)
     monkeypatch.setenv("PATH", str(tmp_path))  # a PATH on which there is no tesseract
     _ocr.tesseract_langs.cache_clear()
     try:
-        with pytest.raises(PermanentError) as err:
-            parse(path)
+        err = _failure(path)
     finally:
         _ocr.tesseract_langs.cache_clear()
-    assert err.value.reason == "missing program" and "tesseract is not installed" in err.value.message
+    assert err.reason == "missing program" and "tesseract is not installed" in err.message
 
 
 def test_ocr_disabled_images_are_unsupported(tmp_path):
     path = tmp_path / "scan.png"
     _page("x").save(path)
-    with pytest.raises(PermanentError) as err:
-        parse(path, {"stages": {"parse": {"ocr": False}}})
-    assert err.value.reason == "unsupported" and "OCR is disabled" in err.value.message
+    err = _failure(path, {"stages": {"parse": {"ocr": False}}})
+    assert err.reason == "unsupported" and "OCR is disabled" in err.message
 
 
 @needs_tesseract
@@ -113,18 +117,16 @@ def test_decompression_bomb_is_refused_before_decoding(tmp_path):
            + chunk(b"IDAT", zlib.compress(b"\x00" * 100)) + chunk(b"IEND", b""))
     path = tmp_path / "bomb.png"
     path.write_bytes(png)
-    with pytest.raises(PermanentError) as err:
-        parse(path, ENG)
-    assert err.value.reason == "too large"
+    err = _failure(path, ENG)
+    assert err.reason == "too large"
 
 
 @needs_tesseract
 def test_not_an_image(tmp_path):
     path = tmp_path / "fake.jpg"
     path.write_bytes(b"this is text with a .jpg name\n" * 20)
-    with pytest.raises(PermanentError) as err:
-        parse(path, ENG)
-    assert err.value.reason == "corrupt"
+    err = _failure(path, ENG)
+    assert err.reason == "corrupt"
 
 
 @needs_tesseract
@@ -141,9 +143,8 @@ def test_noise_gives_no_text(tmp_path):
         draw.line((x, y, x + rnd.randrange(-30, 30), y + rnd.randrange(-30, 30)), fill=0, width=3)
     path = tmp_path / "scribble.png"
     img.save(path)
-    with pytest.raises(PermanentError) as err:
-        parse(path, ENG)
-    assert err.value.reason == "no text"
+    err = _failure(path, ENG)
+    assert err.reason == "no text"
 
 
 @needs_tesseract
@@ -207,9 +208,8 @@ def test_a_script_without_its_language_is_not_kept_as_text():
     """Vertical Japanese read with chi_sim+eng comes out as confident-looking garbage."""
     from _parse_util import FIXTURES
 
-    with pytest.raises(PermanentError) as err:
-        parse(FIXTURES / "jpn-vert.jpeg")
-    assert err.value.reason == "no text" and "ocr_min_confidence" in err.value.message
+    err = _failure(FIXTURES / "jpn-vert.jpeg")
+    assert err.reason == "no text" and "ocr_min_confidence" in err.message
     # with the floor off, tesseract's garbage would be published
     doc = parse(FIXTURES / "jpn-vert.jpeg", {"stages": {"parse": {"ocr_min_confidence": 0}}})
     assert doc.markdown.strip()

@@ -37,7 +37,9 @@ Every ``--interval`` seconds (default 10) one sample line::
 ``rss tree`` is the RSS summed over the service and all its children
 (parse workers), ``fds``/``threads`` are the service's main process, queue and
 in-flight come from the journal's ``service`` row (what ``status --json``
-shows), ``hb`` is the heartbeat's age. After each minute a summary line with
+shows; the queue counts files still settling as well as files waiting for a
+runner, so a few are normal under a steady stream), ``hb`` is the heartbeat's
+age (written every ``heartbeat_seconds``, 5 s by default). After each minute a summary line with
 the minute's medians and maxima.
 
 At the end the stream stops, the script waits (up to ``--drain`` seconds) for
@@ -82,6 +84,7 @@ import heapq
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -564,7 +567,7 @@ def still_running(pid: int) -> bool:
 class Commander(threading.Thread):
     """Runs one CLI command every ``every`` seconds until stopped; records what each returned."""
 
-    WEIGHTS = (("status", 3), ("runs", 2), ("ask", 3), ("rebuild", 1), ("remove", 1), ("retry", 1), ("review", 2))
+    WEIGHTS = (("status", 3), ("runs", 2), ("ask", 3), ("rebuild", 1), ("remove", 2), ("retry", 1), ("review", 2))
 
     def __init__(self, root: Path, ledger: Ledger, rng: random.Random, every: float):
         super().__init__(daemon=True)
@@ -924,7 +927,7 @@ def growth(samples: list[dict], minutes: int) -> dict:
     base_minute = 10 if minutes >= 30 else max(1, minutes // 3)
     base, last = in_minute(samples, base_minute), in_minute(samples, minutes)
     out = {"base_minute": base_minute, "last_minute": minutes}
-    for key in ("rss_tree_mb", "rss_main_mb", "fds", "threads", "queue"):
+    for key in ("rss_tree_mb", "rss_main_mb", "fds", "threads", "queue", "procs"):
         b = [s[key] for s in base if s.get(key) is not None]
         lst = [s[key] for s in last if s.get(key) is not None]
         if b and lst:
@@ -950,9 +953,12 @@ def slope(points: list[tuple[float, float]]) -> float | None:
 
 
 def log_problems(log: Path) -> dict:
-    text = log.read_text(errors="replace")
-    return {"error_lines": sum(1 for line in text.splitlines() if "| ERROR" in line or " ERROR " in line),
-            "tracebacks": text.count("Traceback (most recent call last)")}
+    """ERROR lines, tracebacks and the distinct exception lines in the service's terminal output."""
+    lines = log.read_text(errors="replace").splitlines()
+    exceptions = sorted({line.strip()[:160] for line in lines if re.match(r"^[\w.]+(Error|Exception)\b.*", line)})
+    return {"error_lines": sum(1 for line in lines if re.match(r"^\s*(ERROR|CRITICAL)\b", line)),
+            "tracebacks": sum(1 for line in lines if line.startswith("Traceback (most recent call last)")),
+            "exceptions": exceptions}
 
 
 def command_stats(results: list[dict]) -> dict[str, dict]:
@@ -987,6 +993,8 @@ def print_report(args, stream: Stream, acc: dict, gr: dict, stop: dict, cmds: di
     print(f"service: drain took {drained:.0f} s; SIGTERM -> exit {stop['rc']} in {stop['seconds']:.1f} s; "
           f"children left behind: {stop['orphans'] or 'none'}; log: {logp['error_lines']} ERROR line(s), "
           f"{logp['tracebacks']} traceback(s){'; THE SERVICE DIED DURING THE RUN' if died else ''}")
+    for line in logp["exceptions"][:8]:
+        print(f"  ! service log: {line}")
 
     def ratio_row(key: str, label: str, unit: str):
         g = gr.get(key)
@@ -998,13 +1006,15 @@ def print_report(args, stream: Stream, acc: dict, gr: dict, stop: dict, cmds: di
                 got, None if r is None else r <= GROWTH_TARGET)
 
     lost = sum(n for w, n in acc["outcomes"].items() if w == "LOST" or w.startswith("UNEXPLAINED"))
-    q = gr.get("queue")
+    q, procs = gr.get("queue"), gr.get("procs")
     rows = [
         ratio_row("rss_tree_mb", "RSS, service + children", "MB"),
         ratio_row("rss_main_mb", "RSS, main process", "MB"),
         ratio_row("fds", "open fds, main process", ""),
         ratio_row("threads", "threads, main process", ""),
-        ("queue trend over the run", "no growth", f"{fmt(gr['queue_slope_per_min'], '+.2f')} /min"
+        ("processes in the service tree (medians; parse workers come and go)", "-",
+         f"{procs['base']:.0f} -> {procs['last']:.0f}" if procs else "n/a", None),
+        ("queue (settling + waiting) trend over the run", "no growth", f"{fmt(gr['queue_slope_per_min'], '+.2f')} /min"
          + (f" (median {q['base']:.0f} -> {q['last']:.0f})" if q else ""), None),
         ("peak RSS, service + children", "-", f"{fmt(gr['rss_tree_max'])} MB", None),
         ("oldest heartbeat seen", "-", f"{fmt(gr['hb_max'])} s", None),

@@ -315,6 +315,12 @@ class Stream:
             _, _, fn = heapq.heappop(self.timers)
             self.safely(fn)
 
+    def finish(self) -> None:
+        """Run the steps already begun (renames, swaps, deletes of one file of a pair)."""
+        while self.timers:
+            time.sleep(max(0.0, self.timers[0][0] - time.monotonic()))
+            self.run_due()
+
     def safely(self, fn) -> None:
         try:
             fn()
@@ -1001,7 +1007,7 @@ def print_report(args, stream: Stream, acc: dict, gr: dict, stop: dict, cmds: di
         if not g:
             return (f"{label}, minute {gr['base_minute']} -> {gr['last_minute']}", f"<= {GROWTH_TARGET:.2f}x", "n/a", None)
         r = g["ratio"]
-        got = f"{g['base']:.1f} -> {g['last']:.1f} {unit} = {r:.2f}x" if r is not None else f"{g['base']} -> {g['last']}"
+        got = f"{g['base']:.1f} -> {g['last']:.1f}{' ' + unit if unit else ''} = {r:.2f}x" if r is not None else f"{g['base']} -> {g['last']}"
         return (f"{label}, minute {gr['base_minute']} -> {gr['last_minute']} (medians)", f"<= {GROWTH_TARGET:.2f}x",
                 got, None if r is None else r <= GROWTH_TARGET)
 
@@ -1069,9 +1075,6 @@ def feed(stream: Stream, args, deadline: float, proc: subprocess.Popen) -> bool:
             next_at += gap * stream.rng.uniform(0.5, 1.5)
         wake = min([next_at, deadline] + [t[0] for t in stream.timers[:1]])
         time.sleep(max(0.0, min(0.5, wake - time.monotonic())))
-    while stream.timers:  # finish the steps already begun (renames, swaps, deletes)
-        time.sleep(max(0.0, stream.timers[0][0] - time.monotonic()))
-        stream.run_due()
     return proc.poll() is None
 
 
@@ -1109,6 +1112,7 @@ def main() -> int:
     commander.join(timeout=200)
     sampler.phase = "drain"
     sampler.summarise(minutes)
+    stream.finish()
     drained = drain(root, args.drain, quiet_for=max(5.0, 3 * args.settle)) if alive else 0.0
     sampler.stop_event.set()
     sampler.join(timeout=30)

@@ -287,3 +287,39 @@ def test_swap_race_never_brings_an_outside_file_in(tmp_path, service):
     ask = kbwatch("ask", "p", "zebra quokka ledger", "--include-flagged", "--max-files", "50", root=root)
     assert ask.returncode == 0, ask.stderr
     assert "ORIGINAL-" in ask.stdout and token not in ask.stdout
+
+
+def test_writes_below_a_root_never_go_through_a_folder_swapped_for_a_link(tmp_path):
+    """The step under the project checks: every write a stage or commit makes below a
+    registered root reaches its folder without following links, so a folder replaced
+    by a link between the check and the write makes the write fail, not escape."""
+    import pytest
+
+    from pipeline import confine
+    from pipeline.fsutil import atomic_write, atomic_write_many, copy_file, link_or_copy
+
+    root = tmp_path / "kb"
+    (root / "p" / "archive").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "p" / "archive").rmdir()
+    (root / "p" / "archive").symlink_to(outside, target_is_directory=True)
+    src = tmp_path / "src.md"
+    src.write_text("# content\n", encoding="utf-8")
+    confine.register_root(root)
+    writes = [
+        lambda: atomic_write(root / "p" / "archive" / "a.md", "x"),
+        lambda: atomic_write(root / "p" / "archive" / "sub" / "a.md", "x"),
+        lambda: atomic_write_many([(root / "p" / "manifest.json", "{}"), (root / "p" / "archive" / "b.md", "x")]),
+        lambda: copy_file(src, root / "p" / "archive" / "c.md"),
+        lambda: link_or_copy(src, root / "p" / "archive" / "d.md"),
+    ]
+    for write in writes:
+        with pytest.raises(confine.Escape):
+            write()
+    assert list(outside.iterdir()) == []
+    assert not (root / "p" / "manifest.json").exists()  # nothing of a batch is written when one target escapes
+    with pytest.raises(confine.LinkedFile):
+        (root / "p" / "sources").mkdir()
+        (root / "p" / "sources" / "s.md").symlink_to(src)
+        confine.open_file(root / "p" / "sources" / "s.md")

@@ -75,8 +75,10 @@ def collect_status(kb: KnowledgeBase) -> dict:
         "running": svc["state"] == "running", "pid": svc["pid"], "queue": svc["queue"],
         "in_flight": svc["in_flight"],
         "projects": [{k: v for k, v in pr.items() if not k.startswith("_")} for pr in projects],
-        "refused_projects": [{"name": n, "reason": r} for n, r in refused_projects(kb.root)],
     }
+    refused = [{"name": n, "reason": r} for n, r in refused_projects(kb.root)]
+    if refused:  # only then: the stable shape (DESIGN §12) stays as it is for a healthy root
+        public["refused_projects"] = refused
     return {"public": public, "service": svc, "projects": projects, "last_runs": kb.journal.runs(limit=5)}
 
 
@@ -99,7 +101,7 @@ def render_status(data: dict) -> None:
     for p in data["projects"]:
         table.add_row(p["name"], p["status"], str(p["documents"]), str(p["failed"]), str(p["pending_reviews"]))
     console.print(table)
-    for r in data["public"]["refused_projects"]:
+    for r in data["public"].get("refused_projects", []):
         console.print(f"refused project {r['name']}: {r['reason']}", markup=False)
     for p in data["projects"]:
         for r in p["_failures"][:10]:

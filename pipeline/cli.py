@@ -125,9 +125,10 @@ def ingest(names, workers, verbose, quiet, progress, as_json, root, config_file)
     refused = [] if names else refused_projects(kb.root)  # a refused NAME already stopped with its reason
     summary = ", ".join(f"{totals.get(k, 0)} {k}" for k in ("done", "duplicate", "conflict", "failed"))
     if as_json:
-        click.echo(json.dumps({"totals": {k: totals.get(k, 0) for k in ("done", "duplicate", "conflict", "failed")},
-                               "runs": runs, "refused_projects": [{"name": n, "reason": r} for n, r in refused]},
-                              ensure_ascii=False))
+        out = {"totals": {k: totals.get(k, 0) for k in ("done", "duplicate", "conflict", "failed")}, "runs": runs}
+        if refused:
+            out["refused_projects"] = [{"name": n, "reason": r} for n, r in refused]
+        click.echo(json.dumps(out, ensure_ascii=False))
     else:
         for name, reason in refused:
             click.echo(f"refused project {name}: {reason}", err=True)

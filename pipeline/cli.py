@@ -120,17 +120,24 @@ def ingest(names, workers, verbose, quiet, progress, as_json, root, config_file)
         kb.settings["service"]["workers"] = workers
     show = sys.stderr.isatty() if progress is None else progress
     totals, runs = run_ingest(kb, list(names), progress=show and not as_json)
+    from pipeline.project import refused_projects
+
+    refused = [] if names else refused_projects(kb.root)  # a refused NAME already stopped with its reason
     summary = ", ".join(f"{totals.get(k, 0)} {k}" for k in ("done", "duplicate", "conflict", "failed"))
     if as_json:
-        click.echo(json.dumps({"totals": {k: totals.get(k, 0) for k in ("done", "duplicate", "conflict", "failed")},
-                               "runs": runs}, ensure_ascii=False))
+        out = {"totals": {k: totals.get(k, 0) for k in ("done", "duplicate", "conflict", "failed")}, "runs": runs}
+        if refused:
+            out["refused_projects"] = [{"name": n, "reason": r} for n, r in refused]
+        click.echo(json.dumps(out, ensure_ascii=False))
     else:
+        for name, reason in refused:
+            click.echo(f"refused project {name}: {reason}", err=True)
         for run in runs:
             if run["outcome"] in ("failed", "conflict"):
                 click.echo(f"{run['outcome']}: {run['project']}/{run['source']}: {run['error'] or run['message']}", err=True)
         click.echo(f"ingest: {summary}")
     kb.close()
-    sys.exit(EXIT_FAILED if totals.get("failed") or totals.get("conflict") else EXIT_OK)
+    sys.exit(EXIT_FAILED if totals.get("failed") or totals.get("conflict") or refused else EXIT_OK)
 
 
 # -- demo --------------------------------------------------------------------

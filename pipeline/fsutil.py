@@ -6,9 +6,12 @@ import hashlib
 import os
 import secrets
 import shutil
+import stat
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from pipeline import confine
 
 CHUNK = 1024 * 1024
 
@@ -32,39 +35,86 @@ def _temp_for(path: Path) -> Path:
     return path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
 
 
-def _discard(tmp: Path) -> None:
+def _discard(tmp: Path, dfd: int | None = None) -> None:
     try:
-        tmp.unlink()
+        if dfd is None:
+            tmp.unlink()
+        else:
+            os.unlink(tmp.name, dir_fd=dfd)
     except OSError:
         pass
 
 
-def _write_temp(path: Path, data: str | bytes, fsync: bool) -> Path:
-    """Write ``data`` to a new temp file next to ``path``; returns the temp path."""
+def _confined_folder(path: Path) -> int | None:
+    """A descriptor of ``path``'s folder (created) reached without following links
+    when ``path`` is below a registered root (see pipeline.confine), else None."""
+    if not confine.confined(path):
+        return None
+    return confine.open_dir(path.parent, create=True)
+
+
+def _temp_in(dfd: int, path: Path, mode: str = "wb"):
+    """(temp path, open file) for a new temp file next to ``path`` in the folder ``dfd``."""
+    # the temp name only depends on the file name; its folder is "." so nothing is created by path
+    tmp = path.with_name(_temp_for(Path(path.name)).name)
+    fd = os.open(tmp.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dfd)
+    return tmp, os.fdopen(fd, mode)
+
+
+def _replace(tmp: Path, path: Path, dfd: int | None) -> None:
+    if dfd is None:
+        os.replace(tmp, path)
+    else:
+        os.replace(tmp.name, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+
+
+def _close(dfd: int | None) -> None:
+    if dfd is not None:
+        os.close(dfd)
+
+
+def _write_temp(path: Path, data: str | bytes, fsync: bool, dfd: int | None = None) -> Path:
+    """Write ``data`` to a new temp file next to ``path`` (in the folder ``dfd``
+    when given); returns the temp path."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = _temp_for(path)
+    if dfd is None:
+        tmp = _temp_for(path)
+        fh = open(tmp, "wb")
+    else:
+        tmp, fh = _temp_in(dfd, path)
     try:
-        with open(tmp, "wb") as fh:
+        with fh:
             fh.write(raw)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
     except BaseException:
-        _discard(tmp)
+        _discard(tmp, dfd)
         raise
     return tmp
 
 
 def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
-    """Write ``data`` to ``path`` through a temp file + fsync + rename."""
-    tmp = _write_temp(path, data, fsync)
+    """Write ``data`` to ``path`` through a temp file + fsync + rename.
+
+    Below a registered root the folder is reached without following links
+    and the temp file is written and renamed relative to its descriptor.
+    """
+    dfd = _confined_folder(path)
     try:
-        os.replace(tmp, path)
-    except BaseException:
-        _discard(tmp)
-        raise
-    if fsync:
-        fsync_dir(path.parent)
+        tmp = _write_temp(path, data, fsync, dfd)
+        try:
+            _replace(tmp, path, dfd)
+        except BaseException:
+            _discard(tmp, dfd)
+            raise
+        if fsync:
+            if dfd is None:
+                fsync_dir(path.parent)
+            else:
+                os.fsync(dfd)
+    finally:
+        _close(dfd)
 
 
 def atomic_write_many(items: list[tuple[Path, str | bytes]], also_durable=()) -> None:
@@ -76,18 +126,25 @@ def atomic_write_many(items: list[tuple[Path, str | bytes]], also_durable=()) ->
     target, and the folders are synced. A crash leaves every target either
     old or new, and no target is replaced before all the new data is on disk.
     """
-    temps: list[tuple[Path, Path]] = []
+    temps: list[tuple[Path, Path, int | None]] = []
+    folders: dict[Path, int | None] = {}
     try:
         for path, data in items:
-            temps.append((_write_temp(path, data, fsync=False), path))
-        fsync_paths([*also_durable, *(tmp for tmp, _ in temps)])
+            if path.parent not in folders:
+                folders[path.parent] = _confined_folder(path)
+            dfd = folders[path.parent]
+            temps.append((_write_temp(path, data, fsync=False, dfd=dfd), path, dfd))
+        fsync_paths([*also_durable, *(tmp for tmp, _, _ in temps)])
         while temps:
-            os.replace(*temps[0])
+            _replace(*temps[0])
             temps.pop(0)
     except BaseException:
-        for tmp, _ in temps:
-            _discard(tmp)
+        for tmp, _, dfd in temps:
+            _discard(tmp, dfd)
         raise
+    finally:
+        for dfd in folders.values():
+            _close(dfd)
     fsync_dirs({p.parent for p, _ in items})
 
 
@@ -97,20 +154,60 @@ def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
     Without ``fsync`` the caller makes it durable later (see
     ``ProjectSession.durable``), so many files share one round of fsyncs.
     """
-    tmp = _temp_for(dst)
+    dfd = _confined_folder(dst)
     try:
-        with open(src, "rb") as fin, open(tmp, "wb") as fout:
-            shutil.copyfileobj(fin, fout, CHUNK)
-            if fsync:
-                fout.flush()
-                os.fsync(fout.fileno())
-        shutil.copystat(src, tmp, follow_symlinks=False)
-        os.replace(tmp, dst)
-    except BaseException:
-        _discard(tmp)
-        raise
-    if fsync:
-        fsync_dir(dst.parent)
+        if dfd is None:
+            tmp = _temp_for(dst)
+            fout = open(tmp, "wb")
+        else:
+            tmp, fout = _temp_in(dfd, dst)
+        try:
+            with open(src, "rb") as fin, fout:
+                shutil.copyfileobj(fin, fout, CHUNK)
+                if fsync:
+                    fout.flush()
+                    os.fsync(fout.fileno())
+                if dfd is not None:  # copystat by descriptor: mode bits and times
+                    st = os.fstat(fin.fileno())
+                    os.chmod(fout.fileno(), stat.S_IMODE(st.st_mode))
+                    os.utime(fout.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))
+            if dfd is None:
+                shutil.copystat(src, tmp, follow_symlinks=False)
+            _replace(tmp, dst, dfd)
+        except BaseException:
+            _discard(tmp, dfd)
+            raise
+        if fsync:
+            if dfd is None:
+                fsync_dir(dst.parent)
+            else:
+                os.fsync(dfd)
+    finally:
+        _close(dfd)
+
+
+def link_or_copy(src: Path, dst: Path) -> None:
+    """Publish ``src`` (a private file no one writes again) as ``dst``: a hard link
+    when both are on one filesystem, else a copy; through a temp name + rename,
+    relative to ``dst``'s folder reached without following links when confined."""
+    dfd = _confined_folder(dst)
+    if dfd is None:
+        copy_file(src, dst)
+        return
+    try:
+        tmp = dst.with_name(_temp_for(Path(dst.name)).name)
+        try:
+            os.link(src, tmp.name, dst_dir_fd=dfd, follow_symlinks=False)
+        except OSError:  # another filesystem (EXDEV), or links not supported
+            copy_file(src, dst)
+            return
+        try:
+            _replace(tmp, dst, dfd)
+        except BaseException:
+            _discard(tmp, dfd)
+            raise
+    finally:
+        _close(dfd)
 
 
 SYNCFS_MIN_FILES = 8  # from this many files on, one syncfs(2) beats a round of fsyncs

@@ -69,6 +69,11 @@ class Journal:
                 db["runs"].create_index(["outcome", "retryable"])
                 db["runs"].create_index(["outcome"])
                 db["runs"].create_index(["started_at"])
+            # the taken file's identity (containment: recovery unlinks only that file); nullable
+            columns = db["runs"].columns_dict
+            for col in ("device", "inode"):
+                if col not in columns:
+                    db["runs"].add_column(col, int)
             if "stages" not in db.table_names():
                 db["stages"].create(
                     {"id": int, "run_id": str, "stage": str, "status": str, "duration_ms": float, "error": str},

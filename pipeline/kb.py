@@ -16,8 +16,9 @@ from pathlib import Path
 
 from loguru import logger
 
+from pipeline import confine
 from pipeline.config import load_settings, state_dir
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, KbwatchError
 from pipeline.formats.knowledge_md import render_knowledge
 from pipeline.formats.manifest import Manifest
 from pipeline.formats.project_md import ProjectMd
@@ -25,7 +26,7 @@ from pipeline.formats.run_record import build_record
 from pipeline.fsutil import atomic_write, display_path, iso_minute, now_local, utc_iso
 from pipeline.journal import Journal
 from pipeline.plugins import PluginSet, build_plugin_manager
-from pipeline.project import PROJECT_DIRS, discover_projects, is_project
+from pipeline.project import PROJECT_DIRS, discover_projects, is_project, project_refusal, refused_projects
 from pipeline.sources import SourceEntry, walk_sources
 
 INVALID_PROJECT_CHARS = set('/\\\0')
@@ -42,6 +43,7 @@ class Pending:
 class KnowledgeBase:
     def __init__(self, root: Path, config_file: Path | None = None):
         self.root = root
+        confine.register_root(root)  # below the root, folders are reached without following links
         self.settings = load_settings(root, config_file)
         self.state = state_dir(self.settings)
         self._plugins: PluginSet | None = None
@@ -71,6 +73,10 @@ class KnowledgeBase:
             return found
         by_name = {p.name: p for p in found}
         missing = [n for n in names if n not in by_name]
+        refused = dict(refused_projects(self.root))
+        for n in missing:
+            if n in refused:
+                raise KbwatchError(f"project {n} is refused: {refused[n]}")
         if missing:
             raise ConfigError(f"no such project: {', '.join(missing)} (kbwatch init NAME creates one)")
         return [by_name[n] for n in names]
@@ -86,9 +92,13 @@ class KnowledgeBase:
         created: list[str] = []
         if path.exists() and not path.is_dir():
             raise ConfigError(f"{path} exists and is not a directory")
+        if os.path.lexists(path):
+            refusal = project_refusal(path)
+            if refusal:
+                raise KbwatchError(f"project {name} is refused: {refusal}")
         for d in PROJECT_DIRS:
             if not (path / d).is_dir():
-                (path / d).mkdir(parents=True, exist_ok=True)
+                os.close(confine.open_dir(path / d, create=True))
                 created.append(f"{d}/")
         lang = language or self.settings["project"]["language"]
         now = now_local()
@@ -174,12 +184,22 @@ class KnowledgeBase:
                 found = folder.glob(".*.tmp") if folder == project else folder.rglob(".*.tmp")
                 for path in found:
                     if TEMP_RE.match(path.name) and path.is_file() and not path.is_symlink():
-                        path.unlink(missing_ok=True)
-                        n += 1
+                        try:
+                            with confine.folder(path.parent) as dfd:
+                                os.unlink(path.name, dir_fd=dfd)
+                            n += 1
+                        except OSError:
+                            pass
         for path in self.root.glob(".data_structure.md.*.tmp"):
             path.unlink(missing_ok=True)
             n += 1
         return n
+
+    def sweep_intake(self) -> None:
+        """Delete snapshots a killed run left in ``<state>/intake/`` (call under the service lock)."""
+        import shutil
+
+        shutil.rmtree(self.state / "intake", ignore_errors=True)
 
     def begin_work(self) -> bool:
         """Mark the root busy (under the service lock); True if the last worker did not end cleanly."""
@@ -200,6 +220,7 @@ class KnowledgeBase:
         as an attempt, so a file that crashes the service every time stops
         being retried after ``retry.max_attempts``.
         """
+        self.sweep_intake()
         if self.begin_work():
             removed = self.remove_temp_files()
             if removed:
@@ -215,14 +236,12 @@ class KnowledgeBase:
             committed = manifest is not None and manifest.latest_hash(row["name"]) == f"sha256:{row['sha256']}"
             source = project / row["source"]
             outputs: dict[str, str] = {}
-            if committed:
-                try:
-                    st = os.lstat(source)
-                    if st.st_size == row["size"] and st.st_mtime_ns == row["mtime_ns"]:
-                        os.unlink(source)
+            if committed and is_project(project):
+                try:  # only the very file that was taken (DESIGN §2, containment)
+                    if confine.unlink_if_same(source, row.get("device"), row.get("inode"), row["size"], row["mtime_ns"]):
                         outputs[row["source"]] = "deleted"
-                except FileNotFoundError:
-                    pass
+                except OSError as exc:
+                    logger.warning("could not remove {}: {}", row["source"], exc)
                 outcome, message, retryable = "done", "completed after an interrupted run", 0
             else:
                 outcome, message, retryable = "failed", "interrupted before it was committed; it will be retried", 1

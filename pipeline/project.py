@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,25 +24,73 @@ SOURCES = "sources"
 PROJECT_DIRS = ("sources", "parsed", "archive", "runs")
 
 
+PROJECT_FILES = ("manifest.json", "project.md", "KNOWLEDGE.md")
+
+
+def _looks_like_project(path: Path) -> bool:
+    return os.path.lexists(path / SOURCES) or os.path.lexists(path / "manifest.json")
+
+
+def project_refusal(path: Path) -> str | None:
+    """Why the project at ``path`` is refused, or None (DESIGN §2, containment).
+
+    The project folder and its sources/, parsed/, archive/ and runs/ must be
+    real folders on the root's side (missing ones are created when needed);
+    its manifest.json, project.md and KNOWLEDGE.md must not be links.
+    Nothing is read, written or deleted in a refused project.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "the project folder does not exist"
+    if stat.S_ISLNK(st.st_mode):
+        return f"the project folder is a symbolic link (to {os.readlink(path)}); use a real folder inside the root"
+    if not stat.S_ISDIR(st.st_mode):
+        return "the project is not a folder"
+    for d in PROJECT_DIRS:
+        try:
+            st = os.lstat(path / d)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            return (f"{d}/ is a symbolic link (to {os.readlink(path / d)}); kbwatch reads and writes only "
+                    f"real folders inside the root: make {d}/ a real folder")
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{d} is not a folder; make it a real folder"
+    for f in PROJECT_FILES:
+        if os.path.islink(path / f):
+            return f"{f} is a symbolic link; replace it with the real file"
+    return None
+
+
 def is_project(path: Path) -> bool:
-    return path.is_dir() and not path.name.startswith(".") and (
-        (path / SOURCES).is_dir() or (path / "manifest.json").is_file()
-    )
+    """A folder at the root holding sources/ or manifest.json that is not refused."""
+    return not path.name.startswith(".") and _looks_like_project(path) and project_refusal(path) is None
 
 
-def discover_projects(root: Path) -> list[Path]:
-    """Every direct sub-directory holding sources/ or manifest.json (DESIGN §1)."""
+def _candidates(root: Path) -> list[Path]:
+    """Direct sub-folders of the root (or links to folders) that look like projects."""
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except FileNotFoundError:
         return []
+    return [Path(e.path) for e in entries
+            if not e.name.startswith(".") and e.is_dir() and _looks_like_project(Path(e.path))]
+
+
+def discover_projects(root: Path) -> list[Path]:
+    """Every direct sub-directory holding sources/ or manifest.json (DESIGN §1),
+    without the refused ones (:func:`refused_projects`); links are not followed."""
+    return [p for p in _candidates(root) if project_refusal(p) is None]
+
+
+def refused_projects(root: Path) -> list[tuple[str, str]]:
+    """(name, reason) of every folder at the root that looks like a project but is refused."""
     out = []
-    for entry in entries:
-        if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
-            continue
-        path = Path(entry.path)
-        if is_project(path):
-            out.append(path)
+    for p in _candidates(root):
+        reason = project_refusal(p)
+        if reason is not None:
+            out.append((p.name, reason))
     return out
 
 

@@ -26,37 +26,48 @@ from typing import Any, Callable
 import tenacity
 from loguru import logger
 
+from pipeline import confine, intake
 from pipeline.config import state_dir
 from pipeline.errors import StageError, StopRun, TransientError
 from pipeline.formats.run_record import build_record
-from pipeline.fsutil import atomic_write, display_path, new_run_id, sha256_file, utc_iso
+from pipeline.fsutil import atomic_write, display_path, new_run_id, utc_iso
 from pipeline.journal import Journal
 from pipeline.model import RunRecord
 from pipeline.parsing import worker_warmup
 from pipeline.plugins import PluginSet
-from pipeline.project import ProjectSession
-from pipeline.sources import classify, name_problem, split_name
+from pipeline.project import ProjectSession, project_refusal
+from pipeline.sources import LINK_REFUSAL, classify, name_problem, split_name
 from pipeline.stage import RunContext
 from pipeline.workers import WorkerPool
 
 RETRYABLE_IN_RUN = 3  # quick attempts inside one run before the journal takes over
 _CHECKPOINT_SEEN: dict[str, int] = {}
 _PAUSE_AT = os.environ.get("KBWATCH_TEST_PAUSE")  # read once: checkpoints sit on the hot path
+_PAUSE_SECONDS = float(os.environ.get("KBWATCH_TEST_PAUSE_SECONDS") or 0)
+_PAUSE_LOCK = threading.Lock()
 
 
-def checkpoint(point: str) -> None:
+def checkpoint(point: str, detail: str = "") -> None:
     """Test hook: pause forever at ``point`` when ``KBWATCH_TEST_PAUSE`` names it.
 
     ``KBWATCH_TEST_PAUSE="commit:after#2"`` pauses the second time the runner
     passes that point and creates ``KBWATCH_TEST_PAUSE_FILE`` so a test knows
     when to SIGKILL the process. Unset (always, outside tests) it costs a dict
     lookup (the variable is read when the module is imported).
+
+    With ``KBWATCH_TEST_PAUSE_SECONDS`` the pause repeats at every pass from
+    the n-th on, one thread at a time: the flag file gets ``point`` and
+    ``detail`` (e.g. the source), and the run goes on when the test deletes
+    the flag or after that many seconds.
     """
     wanted = _PAUSE_AT
     if not wanted:
         return
     name, _, nth = wanted.partition("#")
     if name != point:
+        return
+    if _PAUSE_SECONDS:
+        _timed_pause(point, detail, int(nth or 1))
         return
     _CHECKPOINT_SEEN[point] = _CHECKPOINT_SEEN.get(point, 0) + 1
     if _CHECKPOINT_SEEN[point] != int(nth or 1):
@@ -65,6 +76,19 @@ def checkpoint(point: str) -> None:
     if flag:
         Path(flag).write_text(point)
     time.sleep(3600)
+
+
+def _timed_pause(point: str, detail: str, first: int) -> None:
+    with _PAUSE_LOCK:
+        _CHECKPOINT_SEEN[point] = _CHECKPOINT_SEEN.get(point, 0) + 1
+        if _CHECKPOINT_SEEN[point] < first:
+            return
+        flag = Path(os.environ["KBWATCH_TEST_PAUSE_FILE"])
+        flag.write_text(f"{point}\n{detail}\n", encoding="utf-8")
+        deadline = time.monotonic() + _PAUSE_SECONDS
+        while flag.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        flag.unlink(missing_ok=True)
 
 
 @dataclass
@@ -96,6 +120,8 @@ class FinishedRun:
     size: int
     mtime_ns: int
     name: str
+    device: int | None = None  # identity of the file that was taken (None: nothing was opened)
+    inode: int | None = None
 
 
 def backoff_seconds(settings: dict, attempt: int) -> float:
@@ -111,6 +137,7 @@ class Runner:
         self.plugins = plugins
         self.journal = journal
         self.stages = plugins.configured_stages()
+        self.intake = state_dir(settings) / "intake"  # private snapshots of the files being run
         self._sessions: dict[str, ProjectSession] = {}
         self._sessions_lock = threading.Lock()
         self._queue: queue.Queue[Job | None] = queue.Queue()
@@ -280,6 +307,10 @@ class Runner:
         name, ext = split_name(display_path(job.rel))
         run_id = new_run_id("ingest")
         started = utc_iso()
+        refused_project = project_refusal(project)
+        if refused_project:  # containment: nothing is read or written in a refused project
+            self.journal.event(project.name, source_rel, "refused", f"project refused: {refused_project}")
+            return False
         reason, st = classify(source)
         if reason == "vanished":
             self.journal.event(project.name, source_rel, "vanished", "the file disappeared before it was taken")
@@ -293,25 +324,42 @@ class Runner:
                 outcome="failed", message=refusal, error=refusal, reason="refused", retryable=False,
                 blocked_by=[], stage_rows=[], sha256=None, **base))
             return True
+        snapshot_dir = self.intake / run_id
         try:
-            digest = _retry_transient(lambda: _hash(source), self.settings)
+            taken = _retry_transient(lambda: _take(source, snapshot_dir), self.settings)
         except FileNotFoundError:
             self.journal.event(project.name, source_rel, "vanished", "the file disappeared while it was read")
             return False
+        except confine.LinkedFile:
+            refusal = LINK_REFUSAL
+        except confine.Escape as exc:  # a folder on the way became a link: do nothing through it
+            logger.warning("{}/{} not taken: {}", project.name, source_rel, exc.strerror)
+            self.journal.event(project.name, source_rel, "refused", f"not taken: {exc.strerror}")
+            return False
+        except intake.NotRegular as exc:
+            refusal = str(exc)
         except StageError as exc:
             self._park(session, FinishedRun(
                 outcome="failed", message=exc.message, error=exc.message, reason=exc.reason,
                 retryable=exc.transient, blocked_by=[], stage_rows=[], sha256=None, **base))
             return True
+        if refusal:  # swapped for a link or a special file after it was listed
+            self._park(session, FinishedRun(
+                outcome="failed", message=refusal, error=refusal, reason="refused", retryable=False,
+                blocked_by=[], stage_rows=[], sha256=None, **base))
+            return True
+        checkpoint("run:opened", source_rel)
+        digest, size, mtime_ns = taken.sha256, taken.size, taken.mtime_ns
         self.journal.start_run({
             "run_id": run_id, "project": project.name, "source": source_rel, "name": name,
             "sha256": digest, "size": size, "mtime_ns": mtime_ns, "status": "running",
             "attempts": job.attempt, "started_at": started, "retryable": 0,
+            "device": taken.device, "inode": taken.inode,
         })
         ctx = RunContext(
             run_id=run_id, project=session, source=source, source_rel=source_rel, name=name, ext=ext,
             sha256=digest, size=size, mtime_ns=mtime_ns, settings=self.settings, started_at=started,
-            offload=self.offload, plugins=self.plugins, journal=self.journal,
+            offload=self.offload, plugins=self.plugins, journal=self.journal, content=taken.snapshot,
         )
         outcome, message, error, reason_word, retryable, blocked = "done", "", None, None, False, []
         stage_rows: list[dict] = []
@@ -365,6 +413,7 @@ class Runner:
                         logger.exception("cleanup of stage {} failed", stage.name)
             if held:
                 session.lock.release()
+            intake.discard(snapshot_dir)
         if reason_word == "shutdown":  # abandoned cleanly: nothing was written, the file stays
             self.journal.delete_run(run_id)
             return False
@@ -374,7 +423,8 @@ class Runner:
         self._park(session, FinishedRun(
             ctx=ctx, job=job, run_id=run_id, outcome=outcome, message=message, error=error,
             reason=reason_word, retryable=retryable, blocked_by=blocked, stage_rows=stage_rows,
-            started_at=started, sha256=digest, size=size, mtime_ns=mtime_ns, name=name))
+            started_at=started, sha256=digest, size=size, mtime_ns=mtime_ns, name=name,
+            device=taken.device, inode=taken.inode))
         return True
 
     # -- commit ------------------------------------------------------------
@@ -530,11 +580,14 @@ class Runner:
 # -- helpers -----------------------------------------------------------------
 
 
-def _hash(path: Path) -> str:
+def _take(path: Path, snapshot_dir: Path) -> intake.Taken:
+    """Open the source once and snapshot it (pipeline.intake); transient errors retried."""
     try:
-        return sha256_file(path)
-    except FileNotFoundError:
+        return intake.take(path, snapshot_dir)
+    except (FileNotFoundError, confine.Escape, intake.NotRegular):
         raise
+    except intake.Changed as exc:
+        raise TransientError(str(exc), reason="changed") from exc
     except PermissionError as exc:
         raise TransientError(f"cannot read the file yet: {exc.strerror}", reason="locked") from exc
     except OSError as exc:
@@ -592,31 +645,19 @@ def _bare_context(run: FinishedRun, session: ProjectSession, settings: dict, plu
 
 
 def _remove_source(ctx: RunContext, run: FinishedRun) -> None:
-    """Remove the ingested source, unless it changed since it was taken."""
+    """Remove the ingested source only if it is still the file that was taken
+    (device, inode, size, mtime), through its folder reached without following
+    links. Its folder stays: sub-folders of sources/ are the users'."""
     try:
-        st = os.lstat(ctx.source)
-    except FileNotFoundError:
-        return
-    if st.st_size != run.size or st.st_mtime_ns != run.mtime_ns:
-        logger.info("{} changed while it was ingested; left in sources/ for the next run", ctx.source_rel)
-        return
-    try:
-        os.unlink(ctx.source)
-        ctx.output(ctx.source_rel, "deleted")
+        removed = confine.unlink_if_same(ctx.source, run.device, run.inode, run.size, run.mtime_ns)
     except OSError as exc:
         logger.warning("could not remove {}: {}", ctx.source_rel, exc)
         ctx.diagnose("warning", f"ingested, but the source could not be removed: {exc.strerror}")
         return
-    _prune_empty_dirs(ctx.source.parent, ctx.project.path / "sources")
-
-
-def _prune_empty_dirs(folder: Path, stop: Path) -> None:
-    while folder != stop and stop in folder.parents:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
+    if removed:
+        ctx.output(ctx.source_rel, "deleted")
+    elif removed is False:
+        logger.info("{} changed while it was ingested; left in sources/ for the next run", ctx.source_rel)
 
 
 def _pending_count(journal: Journal, project: str, runs: list[FinishedRun]) -> int:

@@ -25,7 +25,7 @@ from watchdog.observers.polling import PollingObserver
 from pipeline.errors import ConfigError
 from pipeline.fsutil import display_path
 from pipeline.kb import KnowledgeBase
-from pipeline.project import discover_projects
+from pipeline.project import discover_projects, refused_projects
 from pipeline.runner import Runner
 from pipeline.sources import project_of
 from pipeline.watcher import SourceEvents, StabilityTracker, choose_observer
@@ -87,6 +87,7 @@ class WatchService:
             FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent, DirMovedEvent,
         ]
         self._watch_lock = threading.Lock()
+        self._refused: dict[str, str] = {}  # project -> reason, logged once each
         self.started_at = time.time()
 
     # -- watches ---------------------------------------------------------------
@@ -121,10 +122,20 @@ class WatchService:
             if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
                 self._schedule(Path(entry.path), recursive=False)
         projects = discover_projects(self.root)
+        self._note_refused()
         for p in projects:
             if (p / "sources").is_dir():
                 self._schedule(p / "sources", recursive=True)
         return projects
+
+    def _note_refused(self) -> None:
+        """Log (once per project and reason) and record the projects refused for containment."""
+        current = dict(refused_projects(self.root))
+        for name, reason in current.items():
+            if self._refused.get(name) != reason:
+                logger.warning("project {} refused: {}", name, reason)
+                self.kb.journal.event(name, "", "refused", reason)
+        self._refused = current
 
     def _new_dir(self, path: Path) -> None:
         """A folder appeared at the root or in a project: watch and scan new sources/."""

@@ -57,18 +57,25 @@ def classify(path: Path) -> tuple[str | None, os.stat_result | None]:
         st = os.lstat(path)
     except FileNotFoundError:
         return "vanished", None
-    mode = st.st_mode
+    return mode_refusal(st.st_mode), st
+
+
+LINK_REFUSAL = "symbolic links are not followed; copy the file itself into sources/"
+
+
+def mode_refusal(mode: int) -> str | None:
+    """Why a file of this type (``st_mode``) is not taken, or None for a regular file."""
     if stat.S_ISLNK(mode):
-        return "symbolic links are not followed; copy the file itself into sources/", st
+        return LINK_REFUSAL
     if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe) is not a document", st
+        return "a FIFO (named pipe) is not a document"
     if stat.S_ISSOCK(mode):
-        return "a socket is not a document", st
+        return "a socket is not a document"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device is not a document", st
+        return "a device is not a document"
     if not stat.S_ISREG(mode):
-        return "not a regular file", st
-    return None, st
+        return "not a regular file"
+    return None
 
 
 def walk_sources(project: Path, patterns: list[str]) -> list[SourceEntry]:

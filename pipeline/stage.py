@@ -87,6 +87,9 @@ class RunContext:
     event: str = "new"  # "new" | "version": set by the manifest stage
     summary: str = ""  # one-line summary for the file index
     stash: dict[str, Any] = field(default_factory=dict)
+    # the private snapshot of the source (pipeline.intake) that stages read: opened once,
+    # without following links, and hashed as read; None only outside the runner
+    content: Path | None = None
 
     @property
     def ext_lower(self) -> str:

@@ -8,6 +8,7 @@ import time
 
 from pipeline.formats.knowledge_md import read_frontmatter
 from pipeline.kb import KnowledgeBase
+from pipeline.project import refused_projects
 
 
 def _pid_alive(pid: int | None) -> bool:
@@ -75,6 +76,9 @@ def collect_status(kb: KnowledgeBase) -> dict:
         "in_flight": svc["in_flight"],
         "projects": [{k: v for k, v in pr.items() if not k.startswith("_")} for pr in projects],
     }
+    refused = [{"name": n, "reason": r} for n, r in refused_projects(kb.root)]
+    if refused:  # only then: the stable shape (DESIGN §12) stays as it is for a healthy root
+        public["refused_projects"] = refused
     return {"public": public, "service": svc, "projects": projects, "last_runs": kb.journal.runs(limit=5)}
 
 
@@ -97,6 +101,8 @@ def render_status(data: dict) -> None:
     for p in data["projects"]:
         table.add_row(p["name"], p["status"], str(p["documents"]), str(p["failed"]), str(p["pending_reviews"]))
     console.print(table)
+    for r in data["public"].get("refused_projects", []):
+        console.print(f"refused project {r['name']}: {r['reason']}", markup=False)
     for p in data["projects"]:
         for r in p["_failures"][:10]:
             console.print(f"  {p['name']}/{r['source']}: {r['outcome']}: {r['error'] or ''}")

@@ -1,7 +1,8 @@
 """Stage ``archive``: publish this version — the original to archive/, the text to parsed/.
 
-The original is copied (never moved: the runner removes the source only
-after the commit, which fsyncs the copy first) to ``archive/<sub>/<stem>_YYYYMMDDHHmm<ext>``, adding
+The original (the run's snapshot of it, pipeline.intake) is hard-linked or
+copied (never moved: the runner removes the source only after the commit,
+which fsyncs the copy first) to ``archive/<sub>/<stem>_YYYYMMDDHHmm<ext>``, adding
 seconds and then ``-2``, ``-3``… when taken (DESIGN §2). A copy left by a run
 that crashed before its commit (same content, not in the manifest) is reused,
 so a re-run adds no second archive file. ``parsed/<name>.md`` is written
@@ -17,7 +18,7 @@ from pipeline import hookimpl
 from pipeline.formats.archive_names import ARCHIVE_RE, choose_archive_name
 from pipeline.formats.manifest import session_manifest
 from pipeline.formats.parsed import render_parsed
-from pipeline.fsutil import atomic_write, copy_file, human_minute, now_local, sha256_file
+from pipeline.fsutil import atomic_write, copy_file, human_minute, link_or_copy, now_local, sha256_file
 from pipeline.stage import RunContext, Stage
 
 
@@ -74,7 +75,11 @@ class ArchiveStage(Stage):
             ctx.output(reused, "unchanged")
         else:
             name = choose_archive_name(folder, stem, ctx.ext, when, taken=names)
-            copy_file(ctx.source, folder / name)  # fsync'd with the commit, before any source leaves
+            # fsync'd with the commit, before any source leaves
+            if ctx.content is not None:  # the snapshot that was hashed and parsed
+                link_or_copy(ctx.content, folder / name)
+            else:
+                copy_file(ctx.source, folder / name)
             ctx.project.durable(folder / name)
             names.add(name)
             ctx.archived = (folder / name).relative_to(project).as_posix()

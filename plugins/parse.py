@@ -36,11 +36,12 @@ class ParseStage(Stage):
                 f"unsupported file type {ctx.ext or '(no extension)'}: no parser claims it",
                 reason="unsupported",
             )
+        path = ctx.content or ctx.source  # the snapshot taken when the run opened the source
         if ctx.offload is not None and isolated(info, ctx.settings):
-            doc = ctx.offload(parse_in_worker, str(ctx.source), ctx.ext, ctx.settings,
+            doc = ctx.offload(parse_in_worker, str(path), ctx.ext, ctx.settings,
                               timeout=opts["timeout_seconds"] or None)
         else:
-            doc = parse_file(ctx.plugins, ctx.source, ctx.ext, ctx.settings)
+            doc = parse_file(ctx.plugins, path, ctx.ext, ctx.settings)
         if not doc.markdown.strip():
             raise PermanentError("no text could be extracted from the file", reason="no text")
         ctx.parsed = doc

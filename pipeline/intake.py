@@ -1,0 +1,101 @@
+"""Taking a source: open it once, copy it to a private snapshot while hashing.
+
+A file in ``sources/`` belongs to whoever can write to the shared folder; it
+can be replaced by a link to any file between two reads. So a run opens the
+source exactly once, without following a link at any step
+(:func:`pipeline.confine.open_file`), checks with ``fstat`` that it is a
+regular file, and copies what it reads into ``<state>/intake/<run id>/<name>``
+while hashing it, in one pass. Every stage then works on that snapshot: what
+was hashed is what gets parsed and archived (the archive stage hard-links it).
+The source's identity (device, inode, size, mtime) is kept so that the
+runner removes the source only if it is still that very file.
+
+The snapshot folder is removed when the run ends; ``KnowledgeBase.recover``
+sweeps ``<state>/intake/`` after a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline import confine
+from pipeline.sources import mode_refusal
+
+CHUNK = 1024 * 1024
+
+
+class NotRegular(Exception):
+    """The opened source is not a regular file (it was swapped after it was listed)."""
+
+
+class Changed(Exception):
+    """The source changed while it was read: the snapshot may be torn."""
+
+
+@dataclass
+class Taken:
+    snapshot: Path  # the private copy every stage reads
+    sha256: str
+    size: int
+    mtime_ns: int
+    device: int
+    inode: int
+
+
+def take(source: Path, folder: Path) -> Taken:
+    """Open ``source`` once (no links followed) and copy it to ``folder/<its name>``.
+
+    Raises FileNotFoundError (gone), :class:`pipeline.confine.Escape` (a link on
+    the way; :class:`pipeline.confine.LinkedFile` for the file itself),
+    :class:`NotRegular`, :class:`Changed`, or another OSError.
+    """
+    fd = confine.open_file(source)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegular(mode_refusal(st.st_mode) or "not a regular file")
+        os.set_blocking(fd, True)
+        snapshot = folder / source.name
+        try:
+            digest, copied = _copy(fd, snapshot, st)
+        except BaseException:
+            discard(folder)
+            raise
+        after = os.fstat(fd)
+        if copied != st.st_size or (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
+            discard(folder)
+            raise Changed("the file changed while it was read")
+        return Taken(snapshot, digest, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
+    finally:
+        os.close(fd)
+
+
+def _copy(fd: int, snapshot: Path, st: os.stat_result) -> tuple[str, int]:
+    h = hashlib.sha256()
+    copied = 0
+    with confine.folder(snapshot.parent, create=True) as dfd:
+        out = os.open(snapshot.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      0o600, dir_fd=dfd)
+        try:
+            while chunk := os.read(fd, CHUNK):
+                h.update(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(out, view):]
+                copied += len(chunk)
+            # the archive copy is this file (hard link): give it the source's mode and times
+            os.chmod(out, stat.S_IMODE(st.st_mode) | stat.S_IRUSR)
+            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(out)
+    return h.hexdigest(), copied
+
+
+def discard(folder: Path) -> None:
+    """Remove a run's snapshot folder (never raises)."""
+    shutil.rmtree(folder, ignore_errors=True)

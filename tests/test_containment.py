@@ -1,0 +1,325 @@
+"""Containment (DESIGN §2): nothing outside the root is read, written or deleted.
+
+Real processes on real folders: ``kbwatch ingest``/``init``/``status`` and a
+live ``kbwatch watch``. A project whose folder, sources/, parsed/, archive/ or
+runs/ is a symlink is refused with its reason; a file swapped for a link to an
+outside file after the service took it never brings that file's text into the
+knowledge base (the swap race, 100+ times, held at the ``run:opened``
+checkpoint and at random delays); the source is removed only if it is still
+the file that was committed; sub-folders of sources/ are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import threading
+import time
+from pathlib import Path
+
+from conftest import kbwatch
+from test_watch import journal_rows, make_root, manifest_files, service, sha, wait_for  # noqa: F401 (fixture)
+
+BAD = {
+    "linked_sources": "sources",
+    "linked_archive": "archive",
+    "linked_parsed": "parsed",
+    "linked_runs": "runs",
+}
+
+
+def tree(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``folder`` (links not followed) with its bytes and mtime."""
+    out = {}
+    for dirpath, dirs, files in os.walk(folder):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(dirpath, d))]:
+            path = Path(dirpath) / name
+            st = os.lstat(path)
+            data = os.readlink(path).encode() if os.path.islink(path) else path.read_bytes()
+            out[path.relative_to(folder).as_posix()] = (data, st.st_mtime_ns)
+    return out
+
+
+def linked_layout(tmp_path: Path) -> tuple[Path, Path]:
+    """A root with a good project ``ok`` and one refused project per kind of link.
+
+    Every link points into ``outside/``, which holds files of its own.
+    """
+    root = make_root(tmp_path, projects=("ok", *BAD))
+    outside = tmp_path / "outside"
+    for project, folder in BAD.items():
+        target = outside / project
+        target.mkdir(parents=True)
+        (target / "keep-me.md").write_text(f"# outside file of {project}\n", encoding="utf-8")
+        real = root / project / folder
+        for child in real.iterdir():
+            child.unlink()
+        real.rmdir()
+        real.symlink_to(target, target_is_directory=True)
+        if folder != "sources":  # something the refused project would otherwise take
+            (root / project / "sources" / "inside.md").write_text(f"# inside {project}\n", encoding="utf-8")
+    # a project folder that is itself a link to a complete project outside
+    elsewhere = outside / "project_elsewhere"
+    (elsewhere / "sources").mkdir(parents=True)
+    for folder in ("parsed", "archive", "runs"):
+        (elsewhere / folder).mkdir()
+    (elsewhere / "sources" / "report.md").write_text("# a report outside the root\n", encoding="utf-8")
+    (root / "linked_project").symlink_to(elsewhere, target_is_directory=True)
+    (root / "ok" / "sources" / "fine.md").write_text("# fine\n\nan ordinary document\n", encoding="utf-8")
+    return root, outside
+
+
+REFUSED = {*BAD, "linked_project"}
+
+
+def test_linked_project_folders_are_refused_by_ingest_init_and_status(tmp_path):
+    root, outside = linked_layout(tmp_path)
+    before = tree(outside)
+    inside_before = {p: tree(root / p / "sources") for p in BAD if p != "linked_sources"}
+
+    proc = kbwatch("ingest", root=root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    for name in REFUSED:
+        assert f"refused project {name}: " in proc.stderr, proc.stderr
+    assert "refused project linked_sources: sources/ is a symbolic link" in proc.stderr
+    assert "refused project linked_project: the project folder is a symbolic link" in proc.stderr
+    assert "1 done" in proc.stdout
+    assert "fine" in manifest_files(root / "ok")
+
+    by_name = kbwatch("ingest", "linked_archive", root=root)
+    assert by_name.returncode == 1 and "project linked_archive is refused: archive/ is a symbolic link" in by_name.stderr
+
+    init = kbwatch("init", "linked_project", root=root)
+    assert init.returncode == 1 and "refused" in init.stderr, init.stderr
+
+    status = json.loads(kbwatch("status", "--json", root=root, check=True).stdout)
+    assert {r["name"] for r in status["refused_projects"]} == REFUSED
+    assert all(r["reason"] for r in status["refused_projects"])
+    assert {p["name"] for p in status["projects"]} == {"ok"}
+    text = kbwatch("status", root=root, check=True).stdout
+    assert "refused project linked_runs: runs/ is a symbolic link" in text
+
+    # nothing outside was read into the root, written, or deleted
+    assert tree(outside) == before
+    for p, files in inside_before.items():
+        assert tree(root / p / "sources") == files  # a refused project's own sources stay untouched
+    for p in REFUSED:
+        assert not list((root / p).glob("runs/*.json")) or p == "linked_runs"
+
+
+def test_live_watch_refuses_linked_projects_and_a_project_that_turns_linked(tmp_path, service):
+    root, outside = linked_layout(tmp_path)
+    kbwatch("init", "turns", root=root, check=True)
+    svc = service(root).start()
+    wait_for(lambda: "fine" in manifest_files(root / "ok"), 60, "the good project's file", proc=svc)
+    refused_events = lambda: {r[0] for r in journal_rows(root, "select project from events where kind = 'refused'")}
+    wait_for(lambda: refused_events() >= REFUSED, 30, "a refusal event per linked project", proc=svc)
+    for name in BAD:
+        assert f"project {name} refused: {BAD[name]}/ is a symbolic link" in svc.log()
+    assert svc.log().count("project linked_sources refused") == 1  # logged once, not at every rescan
+
+    # files arriving in the link targets while the service runs are not taken either
+    (outside / "linked_sources" / "late.md").write_text("# late\n", encoding="utf-8")
+    (outside / "project_elsewhere" / "sources" / "late.md").write_text("# late\n", encoding="utf-8")
+    before = tree(outside)
+
+    # a project whose archive/ becomes a link while the service runs: nothing is written through it
+    target = outside / "turned_archive"
+    target.mkdir()
+    (root / "turns" / "archive").rename(tmp_path / "old_archive")
+    (root / "turns" / "archive").symlink_to(target, target_is_directory=True)
+    (root / "turns" / "sources" / "drop.md").write_text("# dropped after the swap\n", encoding="utf-8")
+    wait_for(lambda: "turns" in refused_events(), 30, "the project that turned linked to be refused", proc=svc)
+
+    # a barrier: a later file in the good project is done, so the earlier events were handled
+    (root / "ok" / "sources" / "barrier.md").write_text("# barrier\n", encoding="utf-8")
+    wait_for(lambda: "barrier" in manifest_files(root / "ok"), 60, "the barrier file", proc=svc)
+    code, _ = svc.terminate()
+    assert code == 0
+    assert tree(outside) == before
+    assert list(target.iterdir()) == []
+    assert (root / "turns" / "sources" / "drop.md").exists()
+    assert "drop" not in manifest_files(root / "turns")
+    status = json.loads(kbwatch("status", "--json", root=root, check=True).stdout)
+    assert {r["name"] for r in status["refused_projects"]} == REFUSED | {"turns"}
+
+
+def test_sources_subfolders_are_kept(tmp_path, service):
+    root = make_root(tmp_path, projects=("p",))
+    sources = root / "p" / "sources"
+    files = {"合同/a.md": "# 合同 a\n", "standing/deep/b.md": "# b\n", "c.md": "# c\n"}
+    for rel, text in files.items():
+        (sources / rel).parent.mkdir(parents=True, exist_ok=True)
+        (sources / rel).write_text(text, encoding="utf-8")
+    svc = service(root).start()
+    wait_for(lambda: len(manifest_files(root / "p")) == 3 and not any(sources.rglob("*.md")), 60,
+             "the three files", proc=svc)
+    code, _ = svc.terminate()
+    assert code == 0
+    assert (sources / "合同").is_dir() and (sources / "standing" / "deep").is_dir()
+
+
+def test_recovery_unlinks_only_the_committed_file(tmp_path, service):
+    """Killed after the commit, before the source left: the file now in its place has
+    the same size and mtime but is another file (inode); recovery keeps it."""
+    root = make_root(tmp_path, projects=("p",))
+    flag = tmp_path / "paused"
+    svc = service(root).start(env={"KBWATCH_TEST_PAUSE": "commit:after", "KBWATCH_TEST_PAUSE_FILE": str(flag)})
+    src = root / "p" / "sources" / "doc.md"
+    src.write_text("# first AAAA\n", encoding="utf-8")
+    wait_for(flag.exists, 60, "the pause after the commit", proc=svc)
+    st = os.lstat(src)
+    other = src.with_name(".other")
+    other.write_text("# other BBBB\n", encoding="utf-8")  # same size
+    os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.rename(other, src)
+    svc.kill()
+    svc = service(root).start()
+    # the other file is a new version of doc (ingested, not deleted by recovery)
+    wait_for(lambda: [v["hash"] for v in manifest_files(root / "p").get("doc", {}).get("versions", [])]
+             == [sha("# first AAAA\n"), sha("# other BBBB\n")], 60, "the replaced file as a second version", proc=svc)
+    svc.terminate()
+
+
+# -- the swap race -------------------------------------------------------------
+
+def _swap_for_link(path: Path, target: Path) -> bool:
+    """Replace ``path`` by a link to ``target`` in one rename (as an attacker would)."""
+    tmp = path.with_name(f".swap-{random.getrandbits(32):08x}")
+    os.symlink(target, tmp)
+    try:
+        os.rename(tmp, path)
+        return True
+    except OSError:
+        os.unlink(tmp)
+        return False
+
+
+def test_swap_race_never_brings_an_outside_file_in(tmp_path, service):
+    root = make_root(tmp_path, projects=("p",))
+    project = root / "p"
+    sources = project / "sources"
+    token = f"TOPSECRET{random.getrandbits(48):012x}"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.md"
+    secret.write_text(f"# zebra quokka\n\n{token} zebra quokka ledger\n", encoding="utf-8")
+    secret_before = tree(outside)
+
+    held = {f"c{i:03d}": f"# zebra quokka {i}\n\nORIGINAL-c{i:03d} zebra quokka ledger\n" for i in range(110)}
+    loose = {f"r{i:02d}": f"# zebra quokka r{i}\n\nORIGINAL-r{i:02d} zebra quokka ledger\n" for i in range(30)}
+    flag = tmp_path / "opened"
+    svc = service(root).start(env={
+        "KBWATCH_TEST_PAUSE": "run:opened", "KBWATCH_TEST_PAUSE_SECONDS": "60",
+        "KBWATCH_TEST_PAUSE_FILE": str(flag),
+    })
+    for name, text in held.items():
+        (sources / f"{name}.md").write_text(text, encoding="utf-8")
+    timers = []
+    for name, text in loose.items():  # swapped at random moments, wherever their run is then
+        (sources / f"{name}.md").write_text(text, encoding="utf-8")
+        t = threading.Timer(random.uniform(0.0, 2.5), _swap_for_link, (sources / f"{name}.md", secret))
+        t.start()
+        timers.append(t)
+
+    swapped_after_open: set[str] = set()
+    deadline = time.monotonic() + 120
+    while len(swapped_after_open) < len(held):
+        assert time.monotonic() < deadline, f"only {len(swapped_after_open)} swaps\n{svc.log()[-3000:]}"
+        assert svc.proc.poll() is None, svc.log()[-3000:]
+        try:
+            point, rel = flag.read_text(encoding="utf-8").splitlines()[:2]
+        except (OSError, ValueError):
+            time.sleep(0.005)
+            continue
+        name = rel.removeprefix("sources/").removesuffix(".md")
+        if name in held and name not in swapped_after_open:
+            assert _swap_for_link(sources / f"{name}.md", secret)
+            swapped_after_open.add(name)
+        flag.unlink()
+    for t in timers:
+        t.join()
+    released = threading.Event()
+
+    def release_later_runs():  # runs that open files from now on go on at once
+        while not released.is_set():
+            flag.unlink(missing_ok=True)
+            time.sleep(0.01)
+
+    releaser = threading.Thread(target=release_later_runs, daemon=True)
+    releaser.start()
+
+    def settled():
+        for name in [*held, *loose]:
+            rows = journal_rows(root, "select outcome from runs where source = ? order by rowid desc limit 1",
+                                (f"sources/{name}.md",))
+            if not rows or rows[0][0] == "running":
+                return False
+        return all(name in manifest_files(project) for name in held)
+
+    try:
+        wait_for(settled, 90, "every file's run to end", proc=svc)
+    finally:
+        released.set()
+    code, _ = svc.terminate()
+    assert code == 0
+    assert len(swapped_after_open) >= 100
+
+    # the outside file is untouched and its text is nowhere in the knowledge base
+    assert tree(outside) == secret_before
+    secret_hash = sha(secret.read_text(encoding="utf-8"))
+    for path in project.rglob("*"):
+        if path.is_file() and not path.is_symlink() and "sources" not in path.relative_to(project).parts:
+            assert token.encode() not in path.read_bytes(), path
+    files = manifest_files(project)
+    for name, text in {**held, **loose}.items():
+        entry = files.get(name)
+        if entry is None:
+            assert name in loose and (sources / f"{name}.md").is_symlink()  # swapped before it was taken
+            continue
+        for version in entry["versions"]:  # archive, parsed and the recorded hash agree
+            assert version["hash"] == sha(text) != secret_hash, name
+            assert "sha256:" + hashlib.sha256((project / version["archived"]).read_bytes()).hexdigest() == version["hash"]
+        assert f"ORIGINAL-{name} " in (project / entry["parsed"]).read_text(encoding="utf-8")
+    assert all((sources / f"{name}.md").is_symlink() for name in swapped_after_open)  # the links were not deleted
+    ask = kbwatch("ask", "p", "zebra quokka ledger", "--include-flagged", "--max-files", "50", root=root)
+    assert ask.returncode == 0, ask.stderr
+    assert "ORIGINAL-" in ask.stdout and token not in ask.stdout
+
+
+def test_writes_below_a_root_never_go_through_a_folder_swapped_for_a_link(tmp_path):
+    """The step under the project checks: every write a stage or commit makes below a
+    registered root reaches its folder without following links, so a folder replaced
+    by a link between the check and the write makes the write fail, not escape."""
+    import pytest
+
+    from pipeline import confine
+    from pipeline.fsutil import atomic_write, atomic_write_many, copy_file, link_or_copy
+
+    root = tmp_path / "kb"
+    (root / "p" / "archive").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "p" / "archive").rmdir()
+    (root / "p" / "archive").symlink_to(outside, target_is_directory=True)
+    src = tmp_path / "src.md"
+    src.write_text("# content\n", encoding="utf-8")
+    confine.register_root(root)
+    writes = [
+        lambda: atomic_write(root / "p" / "archive" / "a.md", "x"),
+        lambda: atomic_write(root / "p" / "archive" / "sub" / "a.md", "x"),
+        lambda: atomic_write_many([(root / "p" / "manifest.json", "{}"), (root / "p" / "archive" / "b.md", "x")]),
+        lambda: copy_file(src, root / "p" / "archive" / "c.md"),
+        lambda: link_or_copy(src, root / "p" / "archive" / "d.md"),
+    ]
+    for write in writes:
+        with pytest.raises(confine.Escape):
+            write()
+    assert list(outside.iterdir()) == []
+    assert not (root / "p" / "manifest.json").exists()  # nothing of a batch is written when one target escapes
+    with pytest.raises(confine.LinkedFile):
+        (root / "p" / "sources").mkdir()
+        (root / "p" / "sources" / "s.md").symlink_to(src)
+        confine.open_file(root / "p" / "sources" / "s.md")

@@ -1,4 +1,11 @@
-"""``kbwatch journal rebuild``: recreate the journal's runs and findings from runs/*.json."""
+"""``kbwatch journal rebuild``: recreate the journal's runs and findings from runs/*.json.
+
+Findings take their review decisions from ``reviews.json`` (the source of
+truth) and stop counting for documents the manifest marks removed; each
+project's KNOWLEDGE.md status is then rewritten from the rebuilt pending
+findings, so it never says ``ready`` while findings wait for review. Also
+used to fill a journal that replaced a corrupt one (``KnowledgeBase.journal``).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +16,10 @@ from datetime import datetime, timezone
 
 from loguru import logger
 
+from pipeline.formats.manifest import Manifest
 from pipeline.formats.run_record import read_record
 from pipeline.kb import KnowledgeBase
+from pipeline.reviews import load_decisions
 from pipeline.sources import split_name
 
 STAMP_RE = re.compile(r"^ingest-(\d{8}T\d{6}Z)-")
@@ -63,9 +72,37 @@ def rebuild_journal(kb: KnowledgeBase) -> tuple[int, int]:
                     "column": f["column"], "offset": f["offset"], "excerpt": f["excerpt"],
                     "fingerprint": f["fingerprint"], "decision": "pending", "decided_at": None, "current": 0,
                 })
+        decisions = load_decisions(project)
+        removed = _removed_documents(project)
         for f in findings:
-            f["current"] = int(latest_done.get(f["document"]) == f["run_id"])
+            f["current"] = int(latest_done.get(f["document"]) == f["run_id"] and f["document"] not in removed)
+            decided = decisions.get(f["fingerprint"]) or {}
+            if decided.get("decision") in ("approved", "rejected"):
+                f["decision"], f["decided_at"] = decided["decision"], decided.get("decided_at")
         journal.finish_runs(rows, [], findings)
         n_runs += len(rows)
         n_findings += len(findings)
+        _refresh_knowledge(kb, project)
     return n_runs, n_findings
+
+
+def _removed_documents(project) -> set[str]:
+    try:
+        manifest = Manifest.load(project / "manifest.json", project.name, "")
+    except Exception:  # an unreadable manifest: count every document's findings
+        return set()
+    return {f["name"] for f in manifest.files() if f.get("removed")}
+
+
+def _refresh_knowledge(kb: KnowledgeBase, project) -> None:
+    """KNOWLEDGE.md's status from the rebuilt findings (the knowledge plugin may be disabled)."""
+    from pipeline.project import ProjectSession
+
+    try:
+        from plugins.knowledge import write_knowledge
+    except ImportError:  # pragma: no cover - knowledge plugin removed
+        return
+    try:
+        write_knowledge(ProjectSession(project, kb.settings), kb.journal, kb.settings)
+    except Exception as exc:  # a broken project.md/manifest must not stop the rebuild
+        logger.warning("{}: KNOWLEDGE.md not refreshed: {}", project.name, exc)

@@ -20,15 +20,37 @@ _ROOT_LOCK = threading.Lock()
 
 
 def open_index(settings: dict):
-    """The process-wide SearchIndex of this root (``<state_dir>/search.sqlite3``)."""
+    """The process-wide SearchIndex of this root (``<state_dir>/search.sqlite3``).
+
+    An index file SQLite cannot use is moved aside (``*.corrupt-<stamp>``) and
+    rebuilt from every project's parsed/ (pipeline.heal), with one warning line.
+    """
+    from pipeline.heal import open_healing
     from plugins._retrieval import SearchIndex
 
     path = str(state_dir(settings) / "search.sqlite3")
     with _LOCK:
         idx = _INDEXES.get(path)
         if idx is None:
-            idx = _INDEXES[path] = SearchIndex(path)
+            idx = _INDEXES[path] = open_healing(
+                Path(path), lambda: SearchIndex(path), lambda fresh: _reindex_all(fresh, settings), "search index"
+            )
         return idx
+
+
+def _reindex_all(idx, settings: dict) -> str:
+    """Fill a fresh index from every project's parsed/ (the ``index rebuild`` path)."""
+    n = 0
+    for project in discover_projects(Path(settings["_root"])):
+        n += idx.sync_project(project.name, project).get("indexed", 0)
+    return f"from parsed/ ({n} documents)"
+
+
+def restore_indexes() -> bool:
+    """Write open indexes back to their paths if their files were deleted or replaced (the service's heartbeat)."""
+    with _LOCK:
+        indexes = list(_INDEXES.values())
+    return any([idx.restore_file() for idx in indexes])
 
 
 def close_indexes() -> None:

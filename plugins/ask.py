@@ -36,6 +36,14 @@ def flagged_documents(journal, project: str) -> dict[str, str]:
     return out
 
 
+def pack_status(front_status: str, pending_reviews: int) -> str:
+    """The pack's status: KNOWLEDGE.md's, but never ``ready`` while findings wait for review
+    (the file can be stale, e.g. edited by hand or written before a journal rebuild)."""
+    if pending_reviews and front_status in ("ready", "draft"):
+        return "needs-review"
+    return front_status
+
+
 class Asker:
     """Everything needed to answer questions about one project, opened once."""
 
@@ -48,7 +56,8 @@ class Asker:
             front = read_frontmatter((project / "KNOWLEDGE.md").read_text(encoding="utf-8"))
         except OSError:
             front = {}
-        self.status = front.get("status", "draft")
+        self.pending_reviews = len(kb.journal.pending_findings(project.name))
+        self.status = pack_status(front.get("status", "draft"), self.pending_reviews)
         self.trust = front.get("trust", "unreviewed")
         self.grounding = front.get("grounding", "recommended")
         self.flagged = flagged_documents(kb.journal, project.name)

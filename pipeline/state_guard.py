@@ -1,0 +1,65 @@
+"""A running service puts its state dir back when it is deleted or replaced under it.
+
+Checked at each heartbeat (pipeline.service): the state dir, the pid file
+``watch.lock``, the ``busy`` marker, the journal and the search index. The
+journal and index are written back from the live databases the service still
+has open (SQLite's online backup, nothing lost); a journal that is unusable
+too is rebuilt from runs/. One warning line says what was restored. The
+single-service guarantee does not depend on any of this: the lock on the
+root directory itself holds throughout (pipeline.service.ServiceLock).
+"""
+
+from __future__ import annotations
+
+import os
+
+from loguru import logger
+
+
+class StateGuard:
+    def __init__(self, kb, lock):
+        self.kb = kb
+        self.lock = lock
+
+    def check(self) -> list[str]:
+        """Restore whatever of the state dir went missing; returns what was restored."""
+        restored: list[str] = []
+        try:
+            if not self.kb.state.is_dir():
+                self.kb.state.mkdir(parents=True, exist_ok=True)
+                restored.append("the state dir")
+                from pipeline.logs import reopen_log_file
+
+                reopen_log_file()  # the log file went with it
+            if self.lock.restore_pid_file():
+                restored.append("watch.lock")
+            with self.kb.journal.locked():  # runs committing meanwhile wait, so none is counted twice
+                journal = self.kb.journal.restore_file()
+                if journal == "empty":
+                    from pipeline.rebuild_journal import rebuild_journal
+
+                    n_runs, _ = rebuild_journal(self.kb)
+            if journal == "empty":
+                restored.append(f"the journal (rebuilt from runs/: {n_runs} runs)")
+            elif journal is not None:
+                restored.append("the journal" + (" (adopted the one now in place)" if journal == "adopted" else ""))
+            if self._restore_index():
+                restored.append("the search index")
+            busy = self.kb.state / "busy"
+            if restored and not busy.exists():
+                busy.write_text(f"{os.getpid()}\n")  # so a crash from now on is still noticed at the next start
+        except Exception as exc:  # the service goes on; the next heartbeat tries again
+            logger.error("could not restore the state dir {}: {}", self.kb.state, exc)
+            return restored
+        if restored:
+            logger.warning("the state dir {} was deleted or changed under the running service; restored {}",
+                           self.kb.state, ", ".join(restored))
+        return restored
+
+    @staticmethod
+    def _restore_index() -> bool:
+        try:
+            from plugins._navigation import restore_indexes
+        except ImportError:  # pragma: no cover - index plugin removed
+            return False
+        return restore_indexes()

@@ -4,7 +4,9 @@ Events are hints; correctness comes from the stability wait, a scan of every
 sources/ at start (after recovering runs a crash left in flight), a full
 rescan every ``rescan_seconds``, retries due from the journal, and commits
 that remove a source only after its copies are durable. One service per
-root (an flock in the state dir: a killed service leaves no stale lock).
+root (an flock on the root directory and in the state dir: a killed service
+leaves no stale lock, a deleted state dir lets no second one start and is
+restored at the next heartbeat, see pipeline.state_guard).
 SIGTERM/SIGINT: stop taking files, let runs in flight finish or abandon them
 cleanly (nothing half-moved), exit 0.
 """

@@ -38,6 +38,28 @@ def open_index(settings: dict):
         return idx
 
 
+def heal_index(settings: dict, reason: BaseException):
+    """The index failed mid-use (e.g. "database disk image is malformed" in a query):
+    move it aside, rebuild it from parsed/, return the fresh one (one warning line)."""
+    from pipeline.heal import heal_lock, move_aside
+    from plugins._retrieval import SearchIndex
+
+    path = Path(state_dir(settings) / "search.sqlite3")
+    with _LOCK:
+        old = _INDEXES.pop(str(path), None)
+        if old is not None:
+            old.close()
+        with heal_lock(path.parent):
+            aside = move_aside(path)
+            fresh = _INDEXES[str(path)] = SearchIndex(path)
+            summary = _reindex_all(fresh, settings)
+    from loguru import logger
+
+    logger.warning("search index {} could not be used by SQLite ({}): moved aside as {} and rebuilt {}",
+                   path, reason, aside.name, summary)
+    return fresh
+
+
 def _reindex_all(idx, settings: dict) -> str:
     """Fill a fresh index from every project's parsed/ (the ``index rebuild`` path)."""
     n = 0

@@ -136,6 +136,27 @@ def test_corrupt_search_index_is_rebuilt_and_ask_answers(tmp_path):
     assert json.loads(ask.stdout)["activated_packs"][0]["selected_files"] == ["parsed/bucket.md"]
 
 
+def test_index_damaged_past_its_schema_is_rebuilt_when_ask_reads_it(tmp_path):
+    """Opening succeeds (schema pages intact); the query hits the damaged pages."""
+    root = make_root(tmp_path)
+    for i in range(60):
+        body = " ".join(f"word{j} bucket{i} alpha{j % 7}" for j in range(400))
+        (root / "p" / "sources" / f"d{i}.md").write_text(f"# Doc {i}\n\n{body}\n", encoding="utf-8")
+    kbwatch("ingest", root=root, check=True)
+    index = root / ".kbwatch" / "search.sqlite3"
+    db = sqlite3.connect(index)
+    (pages,), (page_size,) = db.execute("pragma page_count").fetchall()[0], db.execute("pragma page_size").fetchone()
+    db.close()
+    assert pages > 60
+    data = bytearray(index.read_bytes())
+    data[20 * page_size:] = b"\xa5" * (len(data) - 20 * page_size)
+    index.write_bytes(bytes(data))
+    ask = kbwatch("ask", "p", "bucket7 word3", "--json", root=root)
+    assert ask.returncode == 0, ask.stderr[-2000:]
+    assert json.loads(ask.stdout)["activated_packs"][0]["selected_files"][0] == "parsed/d7.md"
+    assert len(aside(root / ".kbwatch", "search.sqlite3")) == 1
+
+
 # -- Found 5: the state dir deleted under a running service --------------------
 
 

@@ -46,6 +46,22 @@ class Journal:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=30000")
 
+    def start_fresh(self) -> Path:
+        """Move the damaged file aside and go on with a fresh empty journal (the caller
+        rebuilds it from runs/); returns where the damaged one went."""
+        with self._lock:
+            try:
+                self.db.conn.close()
+            except sqlite3.Error:
+                pass
+            aside = move_aside(self.path)
+            conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+            self._configure(conn)
+            self.db = sqlite_utils.Database(conn)
+            self._ensure_schema()
+            self._identity = file_identity(self.path)
+            return aside
+
     def restore_file(self) -> str | None:
         """If the journal file was deleted or replaced under this open journal, put it back.
 

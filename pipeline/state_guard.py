@@ -43,6 +43,7 @@ class StateGuard:
                 restored.append(f"the journal (rebuilt from runs/: {n_runs} runs)")
             elif journal is not None:
                 restored.append("the journal" + (" (adopted the one now in place)" if journal == "adopted" else ""))
+            self._heal_damaged_journal()
             if self._restore_index():
                 restored.append("the search index")
             busy = self.kb.state / "busy"
@@ -55,6 +56,29 @@ class StateGuard:
             logger.warning("the state dir {} was deleted or changed under the running service; restored {}",
                            self.kb.state, ", ".join(restored))
         return restored
+
+    def _heal_damaged_journal(self) -> None:
+        """A journal damaged in place while open: move it aside and rebuild it from runs/ (one warning line)."""
+        import sqlite3
+
+        from pipeline.heal import is_corrupt
+
+        journal = self.kb.journal
+        with journal.locked():
+            try:  # cheap: a full quick_check runs when the journal is opened, not at every heartbeat
+                journal.db.conn.execute("select count(*) from sqlite_master").fetchone()
+                journal.service()
+                return
+            except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise
+                reason = str(exc)
+            from pipeline.rebuild_journal import rebuild_journal
+
+            aside = journal.start_fresh()
+            n_runs, n_findings = rebuild_journal(self.kb)
+        logger.warning("journal {} could not be used by SQLite ({}): moved aside as {} and rebuilt from runs/ "
+                       "({} runs, {} findings)", journal.path, reason, aside.name, n_runs, n_findings)
 
     @staticmethod
     def _restore_index() -> bool:

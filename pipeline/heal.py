@@ -18,6 +18,8 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
+import threading
+import weakref
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,6 +31,9 @@ T = TypeVar("T")
 
 SQLITE_CORRUPT, SQLITE_NOTADB = 11, 26
 HEAL_LOCK = "heal.lock"
+
+_LIVE: "weakref.WeakSet" = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
 
 
 class CorruptDatabase(sqlite3.DatabaseError):
@@ -150,3 +155,17 @@ def adoptable(path: Path) -> bool:
         return False
     finally:
         conn.close()
+
+
+def register_live(db) -> None:
+    """Let a running service write ``db`` (an object with ``restore_file() -> bool``, e.g. the
+    search index) back to its path when its file is deleted or replaced (pipeline.state_guard)."""
+    with _LIVE_LOCK:
+        _LIVE.add(db)
+
+
+def restore_live() -> bool:
+    """``restore_file()`` of every registered database; True if any was written back."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    return any([db.restore_file() for db in live])

@@ -3,7 +3,8 @@
 Findings take their review decisions from ``reviews.json`` (the source of
 truth) and stop counting for documents the manifest marks removed; each
 project's KNOWLEDGE.md status is then rewritten from the rebuilt pending
-findings, so it never says ``ready`` while findings wait for review. Also
+findings (by the stages' ``refresh``), so it never says ``ready`` while
+findings wait for review. Also
 used to fill a journal that replaced a corrupt one (``KnowledgeBase.journal``).
 """
 
@@ -95,14 +96,19 @@ def _removed_documents(project) -> set[str]:
 
 
 def _refresh_knowledge(kb: KnowledgeBase, project) -> None:
-    """KNOWLEDGE.md's status from the rebuilt findings (the knowledge plugin may be disabled)."""
-    from pipeline.project import ProjectSession
-
+    """Let enabled stages that keep files derived from the journal (the knowledge stage's
+    KNOWLEDGE.md status) rewrite them from the rebuilt findings: stages with a
+    ``refresh(project, journal, settings)`` method."""
     try:
-        from plugins.knowledge import write_knowledge
-    except ImportError:  # pragma: no cover - knowledge plugin removed
+        stages = kb.plugins.configured_stages()
+    except Exception as exc:  # a broken pipeline config is reported by the commands that run it
+        logger.debug("no stage refresh after the journal rebuild: {}", exc)
         return
-    try:
-        write_knowledge(ProjectSession(project, kb.settings), kb.journal, kb.settings)
-    except Exception as exc:  # a broken project.md/manifest must not stop the rebuild
-        logger.warning("{}: KNOWLEDGE.md not refreshed: {}", project.name, exc)
+    for stage in stages:
+        refresh = getattr(stage, "refresh", None)
+        if refresh is None:
+            continue
+        try:
+            refresh(project, kb.journal, kb.settings)
+        except Exception as exc:  # a broken project.md/manifest must not stop the rebuild
+            logger.warning("{}: {} not refreshed after the journal rebuild: {}", project.name, stage.name, exc)

@@ -82,8 +82,6 @@ class StateGuard:
 
     @staticmethod
     def _restore_index() -> bool:
-        try:
-            from plugins._navigation import restore_indexes
-        except ImportError:  # pragma: no cover - index plugin removed
-            return False
-        return restore_indexes()
+        from pipeline.heal import restore_live
+
+        return restore_live()  # the search index registers itself (plugins/_navigation.py)

@@ -25,7 +25,7 @@ def open_index(settings: dict):
     An index file SQLite cannot use is moved aside (``*.corrupt-<stamp>``) and
     rebuilt from every project's parsed/ (pipeline.heal), with one warning line.
     """
-    from pipeline.heal import open_healing
+    from pipeline.heal import open_healing, register_live
     from plugins._retrieval import SearchIndex
 
     path = str(state_dir(settings) / "search.sqlite3")
@@ -35,13 +35,14 @@ def open_index(settings: dict):
             idx = _INDEXES[path] = open_healing(
                 Path(path), lambda: SearchIndex(path), lambda fresh: _reindex_all(fresh, settings), "search index"
             )
+            register_live(idx)  # a running service writes it back if the state dir is deleted
         return idx
 
 
 def heal_index(settings: dict, reason: BaseException):
     """The index failed mid-use (e.g. "database disk image is malformed" in a query):
     move it aside, rebuild it from parsed/, return the fresh one (one warning line)."""
-    from pipeline.heal import heal_lock, move_aside
+    from pipeline.heal import heal_lock, move_aside, register_live
     from plugins._retrieval import SearchIndex
 
     path = Path(state_dir(settings) / "search.sqlite3")
@@ -53,6 +54,7 @@ def heal_index(settings: dict, reason: BaseException):
             aside = move_aside(path)
             fresh = _INDEXES[str(path)] = SearchIndex(path)
             summary = _reindex_all(fresh, settings)
+            register_live(fresh)
     from loguru import logger
 
     logger.warning("search index {} could not be used by SQLite ({}): moved aside as {} and rebuilt {}",
@@ -66,13 +68,6 @@ def _reindex_all(idx, settings: dict) -> str:
     for project in discover_projects(Path(settings["_root"])):
         n += idx.sync_project(project.name, project).get("indexed", 0)
     return f"from parsed/ ({n} documents)"
-
-
-def restore_indexes() -> bool:
-    """Write open indexes back to their paths if their files were deleted or replaced (the service's heartbeat)."""
-    with _LOCK:
-        indexes = list(_INDEXES.values())
-    return any([idx.restore_file() for idx in indexes])
 
 
 def close_indexes() -> None:

@@ -180,7 +180,8 @@ def test_deleted_state_dir_keeps_one_service_and_is_restored(tmp_path, service):
 
     # the running service puts its state back at the next heartbeat, without losing the journal
     wait_for(lambda: (state / "watch.lock").is_file() and (state / "watch.lock").read_text().strip() == str(pid)
-             and (state / "journal.sqlite3").is_file(), 30, "the state dir to be restored", proc=svc)
+             and (state / "journal.sqlite3").is_file() and (state / "search.sqlite3").is_file(), 30,
+             "the state dir to be restored", proc=svc)
     wait_for(lambda: "restored" in svc.log(), 10, "the restore warning", proc=svc)
     assert journal_rows(root, "select count(*) from runs where outcome = 'done'")[0][0] == 1
     status = json.loads(kbwatch("status", "--json", root=root, check=True).stdout)
@@ -203,6 +204,8 @@ def test_deleted_state_dir_keeps_one_service_and_is_restored(tmp_path, service):
              "51 runs in the journal", proc=svc)
     assert journal_rows(root, "select source from runs group by project, source having count(*) > 1") == []
     assert len([line for line in svc.log().splitlines() if "restored" in line]) == 1
+    ask = json.loads(kbwatch("ask", "p", "Burst line", "--json", root=root, check=True).stdout)
+    assert ask["activated_packs"][0]["selected_files"]  # the index written back holds the burst too
     code, _ = svc.terminate()
     assert code == 0
     assert not (state / "watch.lock").read_text().strip()  # a clean stop empties the pid file

@@ -12,7 +12,7 @@ def run_ingest(kb: KnowledgeBase, names: list[str], progress: bool = False) -> t
     """Ingest what sources/ holds now; holds the root's service lock while it works."""
     from pipeline.service import ServiceLock
 
-    lock = ServiceLock(kb.state)
+    lock = ServiceLock(kb.state, kb.root)
     lock.acquire("kbwatch watch is running on this root (pid {pid}) and ingests sources/ itself; "
                  "`kbwatch status` shows its progress")
     try:

@@ -19,6 +19,8 @@ from typing import Any, Iterator
 
 import sqlite_utils
 
+from pipeline.heal import adoptable, copy_live, file_identity, move_aside, quick_check
+
 SCHEMA_VERSION = 1
 
 
@@ -28,15 +30,83 @@ class Journal:
         self.path = path
         self._lock = threading.RLock()
         conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
+        try:
+            self._configure(conn)
+            quick_check(conn)  # a damaged file is caught here, where it can be healed (KnowledgeBase.journal)
+            self.db = sqlite_utils.Database(conn)
+            self._ensure_schema()
+        except BaseException:
+            conn.close()
+            raise
+        self._identity = file_identity(path)
+
+    @staticmethod
+    def _configure(conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=30000")
-        self.db = sqlite_utils.Database(conn)
-        self._ensure_schema()
+
+    def start_fresh(self) -> Path:
+        """Move the damaged file aside and go on with a fresh empty journal (the caller
+        rebuilds it from runs/); returns where the damaged one went."""
+        with self._lock:
+            try:
+                self.db.conn.close()
+            except sqlite3.Error:
+                pass
+            aside = move_aside(self.path)
+            conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+            self._configure(conn)
+            self.db = sqlite_utils.Database(conn)
+            self._ensure_schema()
+            self._identity = file_identity(self.path)
+            return aside
+
+    def restore_file(self) -> str | None:
+        """If the journal file was deleted or replaced under this open journal, put it back.
+
+        Returns None when nothing changed; ``"copied"`` when the live journal
+        was written back to its path; ``"adopted"`` when a usable journal now
+        at the path (e.g. one another process healed) is used instead;
+        ``"empty"`` when the live journal was unusable too and a fresh empty
+        one was created (the caller rebuilds it from runs/). A replaced file
+        SQLite cannot use is moved aside as ``*.replaced-<stamp>``.
+        """
+        with self._lock:
+            now = file_identity(self.path)
+            if now == self._identity:
+                return None
+            outcome = None
+            if now is not None:
+                if adoptable(self.path):
+                    conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+                    outcome = "adopted"
+                else:
+                    move_aside(self.path, "replaced")
+            if outcome is None:
+                try:
+                    conn = copy_live(self.db.conn, self.path)
+                    outcome = "copied"
+                except sqlite3.DatabaseError:
+                    conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+                    outcome = "empty"
+            self._configure(conn)
+            try:
+                self.db.conn.close()
+            except sqlite3.Error:
+                pass
+            self.db = sqlite_utils.Database(conn)
+            self._ensure_schema()
+            self._identity = file_identity(self.path)
+            return outcome
 
     def close(self) -> None:
         with self._lock:
             self.db.conn.close()
+
+    def locked(self) -> threading.RLock:
+        """Hold every other thread's journal access off (``with journal.locked(): ...``)."""
+        return self._lock
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite_utils.Database]:

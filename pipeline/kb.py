@@ -58,8 +58,19 @@ class KnowledgeBase:
     @property
     def journal(self) -> Journal:
         if self._journal is None:
-            self._journal = Journal(self.state / "journal.sqlite3")
+            from pipeline.heal import open_healing
+
+            path = self.state / "journal.sqlite3"
+            self._journal = open_healing(path, lambda: Journal(path), self._rebuild_fresh_journal, "journal")
         return self._journal
+
+    def _rebuild_fresh_journal(self, journal: Journal) -> str:
+        """Fill a journal that replaced a corrupt one from runs/ (rebuild_journal uses self.journal)."""
+        from pipeline.rebuild_journal import rebuild_journal
+
+        self._journal = journal
+        n_runs, n_findings = rebuild_journal(self)
+        return f"from runs/ ({n_runs} runs, {n_findings} findings)"
 
     def close(self) -> None:
         if self._journal is not None:

@@ -8,9 +8,17 @@ from pathlib import Path
 from loguru import logger
 
 _configured: list[int] = []
+_last_setup: list[tuple] = []
+
+
+def reopen_log_file() -> None:
+    """Set logging up again as last time (the log file was deleted with the state dir)."""
+    if _last_setup:
+        setup_logging(*_last_setup[-1])
 
 
 def setup_logging(settings: dict | None, state: Path | None, verbose: bool = False, quiet: bool = False) -> None:
+    _last_setup[:] = [(settings, state, verbose, quiet)]
     for handler_id in _configured:
         try:
             logger.remove(handler_id)

@@ -1,4 +1,12 @@
-"""``kbwatch journal rebuild``: recreate the journal's runs and findings from runs/*.json."""
+"""``kbwatch journal rebuild``: recreate the journal's runs and findings from runs/*.json.
+
+Findings take their review decisions from ``reviews.json`` (the source of
+truth) and stop counting for documents the manifest marks removed; each
+project's KNOWLEDGE.md status is then rewritten from the rebuilt pending
+findings (by the stages' ``refresh``), so it never says ``ready`` while
+findings wait for review. Also
+used to fill a journal that replaced a corrupt one (``KnowledgeBase.journal``).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +17,10 @@ from datetime import datetime, timezone
 
 from loguru import logger
 
+from pipeline.formats.manifest import Manifest
 from pipeline.formats.run_record import read_record
 from pipeline.kb import KnowledgeBase
+from pipeline.reviews import load_decisions
 from pipeline.sources import split_name
 
 STAMP_RE = re.compile(r"^ingest-(\d{8}T\d{6}Z)-")
@@ -63,9 +73,42 @@ def rebuild_journal(kb: KnowledgeBase) -> tuple[int, int]:
                     "column": f["column"], "offset": f["offset"], "excerpt": f["excerpt"],
                     "fingerprint": f["fingerprint"], "decision": "pending", "decided_at": None, "current": 0,
                 })
+        decisions = load_decisions(project)
+        removed = _removed_documents(project)
         for f in findings:
-            f["current"] = int(latest_done.get(f["document"]) == f["run_id"])
+            f["current"] = int(latest_done.get(f["document"]) == f["run_id"] and f["document"] not in removed)
+            decided = decisions.get(f["fingerprint"]) or {}
+            if decided.get("decision") in ("approved", "rejected"):
+                f["decision"], f["decided_at"] = decided["decision"], decided.get("decided_at")
         journal.finish_runs(rows, [], findings)
         n_runs += len(rows)
         n_findings += len(findings)
+        _refresh_knowledge(kb, project)
     return n_runs, n_findings
+
+
+def _removed_documents(project) -> set[str]:
+    try:
+        manifest = Manifest.load(project / "manifest.json", project.name, "")
+    except Exception:  # an unreadable manifest: count every document's findings
+        return set()
+    return {f["name"] for f in manifest.files() if f.get("removed")}
+
+
+def _refresh_knowledge(kb: KnowledgeBase, project) -> None:
+    """Let enabled stages that keep files derived from the journal (the knowledge stage's
+    KNOWLEDGE.md status) rewrite them from the rebuilt findings: stages with a
+    ``refresh(project, journal, settings)`` method."""
+    try:
+        stages = kb.plugins.configured_stages()
+    except Exception as exc:  # a broken pipeline config is reported by the commands that run it
+        logger.debug("no stage refresh after the journal rebuild: {}", exc)
+        return
+    for stage in stages:
+        refresh = getattr(stage, "refresh", None)
+        if refresh is None:
+            continue
+        try:
+            refresh(project, kb.journal, kb.settings)
+        except Exception as exc:  # a broken project.md/manifest must not stop the rebuild
+            logger.warning("{}: {} not refreshed after the journal rebuild: {}", project.name, stage.name, exc)

@@ -4,7 +4,9 @@ Events are hints; correctness comes from the stability wait, a scan of every
 sources/ at start (after recovering runs a crash left in flight), a full
 rescan every ``rescan_seconds``, retries due from the journal, and commits
 that remove a source only after its copies are durable. One service per
-root (an flock in the state dir: a killed service leaves no stale lock).
+root (an flock on the root directory and in the state dir: a killed service
+leaves no stale lock, a deleted state dir lets no second one start and is
+restored at the next heartbeat, see pipeline.state_guard).
 SIGTERM/SIGINT: stop taking files, let runs in flight finish or abandon them
 cleanly (nothing half-moved), exit 0.
 """
@@ -34,36 +36,107 @@ LOCK_NAME = "watch.lock"
 
 
 class ServiceLock:
-    """An exclusive flock on ``<state>/watch.lock`` holding the owner's pid."""
+    """The one-service-per-root lock: an exclusive flock on an open descriptor of the
+    root directory itself (which users cannot delete from under the service) and on
+    ``<state>/watch.lock``, which holds the owner's pid for ``status``.
 
-    def __init__(self, state: Path):
+    The state-dir lock alone used to vanish with ``rm -rf .kbwatch``; the root's
+    lock lasts as long as the process. File systems that refuse flock on a
+    directory fall back to the state-dir lock alone.
+    """
+
+    def __init__(self, state: Path, root: Path | None = None):
         state.mkdir(parents=True, exist_ok=True)
         self.path = state / LOCK_NAME
+        self.root = root
         self.fd: int | None = None
+        self.root_fd: int | None = None
 
     def acquire(self, busy_message: str = "kbwatch watch is already running on this root (pid {pid}); stop it first") -> None:
+        if self.root is not None:
+            self.root_fd = self._lock_root(busy_message)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                try:
+                    pid = os.read(fd, 32).decode().strip() or "unknown"
+                finally:
+                    os.close(fd)
+                raise ConfigError(busy_message.format(pid=pid)) from None
+        except BaseException:
+            self._release_root()
+            raise
+        self._write_pid(fd)
+        self.fd = fd
+
+    def _lock_root(self, busy_message: str) -> int | None:
+        from pipeline.lock_owner import flock_holder
+
+        rfd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(rfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(rfd)
+            raise ConfigError(busy_message.format(pid=self._pid_from_file() or flock_holder(self.root) or "unknown")) from None
+        except OSError as exc:  # e.g. a network file system without flock on directories
+            os.close(rfd)
+            logger.debug("no lock on the root directory ({}); the state-dir lock alone guards it", exc)
+            return None
+        return rfd
+
+    def _pid_from_file(self) -> str | None:
+        try:
+            text = self.path.read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        return text if text.isdigit() else None
+
+    @staticmethod
+    def _write_pid(fd: int) -> None:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.fsync(fd)
+
+    def restore_pid_file(self) -> bool:
+        """Recreate ``watch.lock`` with our pid if it was deleted or replaced; True if it did."""
+        if self.fd is None:
+            return False
+        held = os.fstat(self.fd)
+        try:
+            st = os.stat(self.path)
+            if (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino):
+                return False
+        except FileNotFoundError:
+            pass
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            try:
-                pid = os.read(fd, 32).decode().strip() or "unknown"
-            finally:
-                os.close(fd)
-            raise ConfigError(busy_message.format(pid=pid)) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        os.fsync(fd)
+        except OSError:
+            pass  # the root's lock is what keeps a second service out
+        self._write_pid(fd)
+        os.close(self.fd)
         self.fd = fd
+        return True
+
+    def _release_root(self) -> None:
+        if self.root_fd is not None:
+            os.close(self.root_fd)  # closing the descriptor releases its flock
+            self.root_fd = None
 
     def release(self) -> None:
-        if self.fd is not None:
-            try:
-                os.ftruncate(self.fd, 0)
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self.fd)
-                self.fd = None
+        try:
+            if self.fd is not None:
+                try:
+                    os.ftruncate(self.fd, 0)
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)
+                finally:
+                    os.close(self.fd)
+                    self.fd = None
+        finally:
+            self._release_root()
 
 
 class WatchService:
@@ -89,6 +162,7 @@ class WatchService:
         self._watch_lock = threading.Lock()
         self._refused: dict[str, str] = {}  # project -> reason, logged once each
         self.started_at = time.time()
+        self.state_guard = None  # set by run_service (pipeline.state_guard.StateGuard)
 
     # -- watches ---------------------------------------------------------------
     def _schedule(self, path: Path, recursive: bool) -> None:
@@ -225,6 +299,8 @@ class WatchService:
                     self.runner.flush_due()
                     next_flush = now + svc["commit_interval_seconds"]
                 if now >= next_beat:
+                    if self.state_guard is not None:
+                        self.state_guard.check()  # the state dir deleted or replaced: put it back
                     self.heartbeat()
                     next_beat = now + svc["heartbeat_seconds"]
                     # parse workers hold ~250 MB each: an idle service gives that back
@@ -249,9 +325,12 @@ class WatchService:
 
 
 def run_service(kb: KnowledgeBase) -> int:
-    lock = ServiceLock(kb.state)
+    from pipeline.state_guard import StateGuard
+
+    lock = ServiceLock(kb.state, kb.root)
     lock.acquire()
     service = WatchService(kb)
+    service.state_guard = StateGuard(kb, lock)
 
     def on_signal(signum, _frame):
         logger.info("received {}, shutting down", signal.Signals(signum).name)

@@ -20,15 +20,54 @@ _ROOT_LOCK = threading.Lock()
 
 
 def open_index(settings: dict):
-    """The process-wide SearchIndex of this root (``<state_dir>/search.sqlite3``)."""
+    """The process-wide SearchIndex of this root (``<state_dir>/search.sqlite3``).
+
+    An index file SQLite cannot use is moved aside (``*.corrupt-<stamp>``) and
+    rebuilt from every project's parsed/ (pipeline.heal), with one warning line.
+    """
+    from pipeline.heal import open_healing, register_live
     from plugins._retrieval import SearchIndex
 
     path = str(state_dir(settings) / "search.sqlite3")
     with _LOCK:
         idx = _INDEXES.get(path)
         if idx is None:
-            idx = _INDEXES[path] = SearchIndex(path)
+            idx = _INDEXES[path] = open_healing(
+                Path(path), lambda: SearchIndex(path), lambda fresh: _reindex_all(fresh, settings), "search index"
+            )
+            register_live(idx)  # a running service writes it back if the state dir is deleted
         return idx
+
+
+def heal_index(settings: dict, reason: BaseException):
+    """The index failed mid-use (e.g. "database disk image is malformed" in a query):
+    move it aside, rebuild it from parsed/, return the fresh one (one warning line)."""
+    from pipeline.heal import heal_lock, move_aside, register_live
+    from plugins._retrieval import SearchIndex
+
+    path = Path(state_dir(settings) / "search.sqlite3")
+    with _LOCK:
+        old = _INDEXES.pop(str(path), None)
+        if old is not None:
+            old.close()
+        with heal_lock(path.parent):
+            aside = move_aside(path)
+            fresh = _INDEXES[str(path)] = SearchIndex(path)
+            summary = _reindex_all(fresh, settings)
+            register_live(fresh)
+    from loguru import logger
+
+    logger.warning("search index {} could not be used by SQLite ({}): moved aside as {} and rebuilt {}",
+                   path, reason, aside.name, summary)
+    return fresh
+
+
+def _reindex_all(idx, settings: dict) -> str:
+    """Fill a fresh index from every project's parsed/ (the ``index rebuild`` path)."""
+    n = 0
+    for project in discover_projects(Path(settings["_root"])):
+        n += idx.sync_project(project.name, project).get("indexed", 0)
+    return f"from parsed/ ({n} documents)"
 
 
 def close_indexes() -> None:

@@ -36,19 +36,27 @@ def flagged_documents(journal, project: str) -> dict[str, str]:
     return out
 
 
+def pack_status(front_status: str, pending_reviews: int) -> str:
+    """The pack's status: KNOWLEDGE.md's, but never ``ready`` while findings wait for review
+    (the file can be stale, e.g. edited by hand or written before a journal rebuild)."""
+    if pending_reviews and front_status in ("ready", "draft"):
+        return "needs-review"
+    return front_status
+
+
 class Asker:
     """Everything needed to answer questions about one project, opened once."""
 
     def __init__(self, kb, project: Path, include_flagged: bool = False):
         self.kb, self.project = kb, project
         self.index = open_index(kb.settings)
-        if not self.index.documents(project.name) and any((project / "parsed").rglob("*.md")):
-            self.index.sync_project(project.name, project)  # first ask after an index loss
+        self._healing(lambda: self._sync_if_lost(project))
         try:
             front = read_frontmatter((project / "KNOWLEDGE.md").read_text(encoding="utf-8"))
         except OSError:
             front = {}
-        self.status = front.get("status", "draft")
+        self.pending_reviews = len(kb.journal.pending_findings(project.name))
+        self.status = pack_status(front.get("status", "draft"), self.pending_reviews)
         self.trust = front.get("trust", "unreviewed")
         self.grounding = front.get("grounding", "recommended")
         self.flagged = flagged_documents(kb.journal, project.name)
@@ -57,6 +65,25 @@ class Asker:
             self.project_md = (project / "project.md").read_text(encoding="utf-8")
         except OSError:
             self.project_md = ""
+
+    def _sync_if_lost(self, project: Path) -> None:
+        if not self.index.documents(project.name) and any((project / "parsed").rglob("*.md")):
+            self.index.sync_project(project.name, project)  # first ask after an index loss
+
+    def _healing(self, fn):
+        """``fn()``; if the index turns out damaged mid-use, rebuild it from parsed/ and try once more."""
+        import sqlite3
+
+        from pipeline.heal import is_corrupt
+        from plugins._navigation import heal_index
+
+        try:
+            return fn()
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc):
+                raise
+            self.index = heal_index(self.kb.settings, exc)
+            return fn()
 
     def read_document(self, rel: str) -> str | None:
         path = (self.project / rel).resolve()
@@ -67,12 +94,12 @@ class Asker:
     def ask(self, question: str, max_files: int, budget: int):
         from plugins._retrieval import build_pack
 
-        return build_pack(
+        return self._healing(lambda: build_pack(
             self.index, self.project.name, question, project_md=self.project_md, status=self.status,
             trust=self.trust, grounding=self.grounding, max_files=max_files, budget=budget,
             flagged=self.flagged, include_flagged=self.include_flagged, read_document=self.read_document,
             tool_version=__version__,
-        )
+        ))
 
 
 @hookimpl

@@ -58,6 +58,12 @@ class KnowledgeStage(Stage):
         ctx.output("KNOWLEDGE.md", "updated" if (ctx.project.path / "KNOWLEDGE.md").exists() else "created")
         return None
 
+    def refresh(self, project, journal, settings) -> str:
+        """Rewrite KNOWLEDGE.md from the journal now (called after ``kbwatch journal rebuild``)."""
+        from pipeline.project import ProjectSession
+
+        return write_knowledge(ProjectSession(project, settings), journal, settings)
+
     def finish(self, ctx: RunContext, outcome: str, message: str) -> None:
         session, journal, settings = ctx.project, ctx.journal, ctx.settings
         session.after_commit("knowledge", lambda: write_knowledge(session, journal, settings))

@@ -173,14 +173,49 @@ class SearchIndex:
         self.max_chars = max_chars
         self._lock = threading.RLock()
         self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        self._db.execute("PRAGMA temp_store=MEMORY")
-        self._db.execute("PRAGMA cache_size=-65536")
         self._depth = 0
         self._pending: dict[int, _Pending] = {}
-        self._init_schema()
+        try:
+            self._configure(self._db)
+            self._init_schema()
+        except BaseException:  # e.g. "file is not a database": the caller may move it aside and retry
+            self._db.close()
+            raise
+        self._identity = _file_identity(self.path)
+
+    @staticmethod
+    def _configure(db: sqlite3.Connection) -> None:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA busy_timeout=10000")
+        db.execute("PRAGMA temp_store=MEMORY")
+        db.execute("PRAGMA cache_size=-65536")
+
+    def restore_file(self) -> bool:
+        """If the index file was deleted or replaced under this open index, write
+        the live index back to its path (SQLite's online backup); True if it did.
+        A replaced file is moved aside as ``*.replaced-<stamp>``."""
+        import os
+        from datetime import datetime, timezone
+
+        with self._lock:
+            if self._db is None or _file_identity(self.path) == self._identity:
+                return False
+            if self.path.exists():
+                stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+                for suffix in ("", "-wal", "-shm"):
+                    try:
+                        os.replace(f"{self.path}{suffix}", f"{self.path}.replaced-{stamp}{suffix}")
+                    except FileNotFoundError:
+                        pass
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fresh = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            self._db.backup(fresh)
+            self._configure(fresh)
+            self._db.close()
+            self._db = fresh
+            self._identity = _file_identity(self.path)
+            return True
 
     # ------------------------------------------------------------------ schema
     def _init_schema(self) -> None:
@@ -810,6 +845,14 @@ class SearchIndex:
 
 _LEAD = [LEAD_WEIGHT * math.exp(-i / LEAD_DECAY) for i in range(64)]
 _LEAD = [w for w in _LEAD if w >= 1e-3]
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def _body_tf(text: str) -> tuple[dict[str, float], float]:

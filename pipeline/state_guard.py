@@ -1,0 +1,87 @@
+"""A running service puts its state dir back when it is deleted or replaced under it.
+
+Checked at each heartbeat (pipeline.service): the state dir, the pid file
+``watch.lock``, the ``busy`` marker, the journal and the search index. The
+journal and index are written back from the live databases the service still
+has open (SQLite's online backup, nothing lost); a journal that is unusable
+too is rebuilt from runs/. One warning line says what was restored. The
+single-service guarantee does not depend on any of this: the lock on the
+root directory itself holds throughout (pipeline.service.ServiceLock).
+"""
+
+from __future__ import annotations
+
+import os
+
+from loguru import logger
+
+
+class StateGuard:
+    def __init__(self, kb, lock):
+        self.kb = kb
+        self.lock = lock
+
+    def check(self) -> list[str]:
+        """Restore whatever of the state dir went missing; returns what was restored."""
+        restored: list[str] = []
+        try:
+            if not self.kb.state.is_dir():
+                self.kb.state.mkdir(parents=True, exist_ok=True)
+                restored.append("the state dir")
+                from pipeline.logs import reopen_log_file
+
+                reopen_log_file()  # the log file went with it
+            if self.lock.restore_pid_file():
+                restored.append("watch.lock")
+            with self.kb.journal.locked():  # runs committing meanwhile wait, so none is counted twice
+                journal = self.kb.journal.restore_file()
+                if journal == "empty":
+                    from pipeline.rebuild_journal import rebuild_journal
+
+                    n_runs, _ = rebuild_journal(self.kb)
+            if journal == "empty":
+                restored.append(f"the journal (rebuilt from runs/: {n_runs} runs)")
+            elif journal is not None:
+                restored.append("the journal" + (" (adopted the one now in place)" if journal == "adopted" else ""))
+            self._heal_damaged_journal()
+            if self._restore_index():
+                restored.append("the search index")
+            busy = self.kb.state / "busy"
+            if restored and not busy.exists():
+                busy.write_text(f"{os.getpid()}\n")  # so a crash from now on is still noticed at the next start
+        except Exception as exc:  # the service goes on; the next heartbeat tries again
+            logger.error("could not restore the state dir {}: {}", self.kb.state, exc)
+            return restored
+        if restored:
+            logger.warning("the state dir {} was deleted or changed under the running service; restored {}",
+                           self.kb.state, ", ".join(restored))
+        return restored
+
+    def _heal_damaged_journal(self) -> None:
+        """A journal damaged in place while open: move it aside and rebuild it from runs/ (one warning line)."""
+        import sqlite3
+
+        from pipeline.heal import is_corrupt
+
+        journal = self.kb.journal
+        with journal.locked():
+            try:  # cheap: a full quick_check runs when the journal is opened, not at every heartbeat
+                journal.db.conn.execute("select count(*) from sqlite_master").fetchone()
+                journal.service()
+                return
+            except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise
+                reason = str(exc)
+            from pipeline.rebuild_journal import rebuild_journal
+
+            aside = journal.start_fresh()
+            n_runs, n_findings = rebuild_journal(self.kb)
+        logger.warning("journal {} could not be used by SQLite ({}): moved aside as {} and rebuilt from runs/ "
+                       "({} runs, {} findings)", journal.path, reason, aside.name, n_runs, n_findings)
+
+    @staticmethod
+    def _restore_index() -> bool:
+        from pipeline.heal import restore_live
+
+        return restore_live()  # the search index registers itself (plugins/_navigation.py)

@@ -223,9 +223,12 @@ def runs(project, outcome, limit, as_json, root, config_file):
         click.echo(json.dumps(rows, ensure_ascii=False))
     else:
         from rich.console import Console
-        from rich.table import Table
+        from rich.table import Column, Table
 
-        table = Table("run", "project", "source", "outcome", "error", "finished")
+        # whole run ids on one line, so they can be pasted into `retry`: the other columns fold
+        id_width = max((len(r["run_id"]) for r in rows), default=3)
+        run_column = Column("run", no_wrap=True, overflow="ignore", min_width=id_width)
+        table = Table(run_column, "project", "source", "outcome", "error", "finished")
         for r in rows:
             table.add_row(r["run_id"], r["project"], r["source"], r["outcome"], r["error"] or "", r["finished_at"] or "")
         Console().print(table)

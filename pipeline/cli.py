@@ -230,9 +230,12 @@ def runs(project, outcome, limit, as_json, root, config_file):
         click.echo(json.dumps(rows, ensure_ascii=False))
     else:
         from rich.console import Console
-        from rich.table import Table
+        from rich.table import Column, Table
 
-        table = Table("run", "project", "source", "outcome", "error", "finished")
+        # whole run ids on one line, so they can be pasted into `retry`: the other columns fold
+        id_width = max((len(r["run_id"]) for r in rows), default=3)
+        run_column = Column("run", no_wrap=True, overflow="ignore", min_width=id_width)
+        table = Table(run_column, "project", "source", "outcome", "error", "finished")
         for r in rows:
             table.add_row(r["run_id"], r["project"], r["source"], r["outcome"], r["error"] or "", r["finished_at"] or "")
         Console().print(table)
@@ -341,6 +344,27 @@ def journal_rebuild(root, config_file):
     n_runs, n_findings = rebuild_journal(kb)
     click.echo(f"journal rebuilt: {n_runs} runs, {n_findings} findings")
     kb.close()
+
+
+# -- doctor --------------------------------------------------------------------
+
+
+@cli.command()
+@json_option
+@root_options
+def doctor(as_json, root, config_file):
+    """What this installation can and cannot do, and what to install.
+
+    Exit 1 when something the configuration needs is missing.
+    Example: kbwatch doctor --json
+    """
+    from pipeline.doctor import as_json as doctor_json, exit_code, render, run_checks
+
+    kb = open_kb(root, config_file, log_files=False)
+    checks = run_checks(kb)
+    click.echo(json.dumps(doctor_json(checks), ensure_ascii=False) if as_json else render(checks))
+    kb.close()
+    sys.exit(exit_code(checks))
 
 
 # -- entry point ---------------------------------------------------------------

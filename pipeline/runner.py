@@ -397,6 +397,8 @@ class Runner:
             message = _done_message(ctx)
         except StopRun as stop:
             outcome, message, blocked = stop.outcome.value, stop.message, stop.blocked_by
+            if outcome == "conflict":  # the file stays refused: say why (a duplicate is no error)
+                error = message
         except StageError as exc:
             outcome, message, error, reason_word, retryable = "failed", exc.message, exc.message, exc.reason, exc.transient
         except Exception as exc:

@@ -14,6 +14,7 @@ cleanly (nothing half-moved), exit 0.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import signal
 import threading
@@ -21,7 +22,9 @@ import time
 from pathlib import Path
 
 from loguru import logger
-from watchdog.events import DirCreatedEvent, DirMovedEvent, FileClosedEvent, FileCreatedEvent, FileMovedEvent
+from watchdog.events import (
+    DirCreatedEvent, DirDeletedEvent, DirMovedEvent, FileClosedEvent, FileCreatedEvent, FileDeletedEvent, FileMovedEvent,
+)
 from watchdog.observers.polling import PollingObserver
 
 from pipeline.errors import ConfigError
@@ -149,8 +152,14 @@ class WatchService:
         self.tracker = StabilityTracker(kb.settings["service"]["settle_seconds"], self._submit)
         self.observer, self.observer_kind = choose_observer(kb.root, kb.settings)
         self.handler = SourceEvents(
-            kb.root, kb.settings["ignore"]["patterns"], self.tracker.touch, self._scan_tree, self._new_dir
+            kb.root, kb.settings["ignore"]["patterns"], self.tracker.touch, self._scan_tree, self._new_dir,
+            on_gone=self._gone,
         )
+        # a file refused as a conflict -> the files it blocks: when it leaves sources/
+        # (deleted, renamed away, committed), they are looked at again at once
+        self._blocking: dict[Path, set[Path]] = {}
+        self._blocking_lock = threading.Lock()
+        self.runner.on_finished.append(self._note_conflict)
         self._watches: dict[str, object] = {}
         # inotify: ask the kernel only for what the tracker needs. A file's writes
         # end with a close (IN_CLOSE_WRITE); growing files are re-checked by the
@@ -158,6 +167,7 @@ class WatchService:
         # polling observer has no close events and keeps its default set.
         self._event_filter = None if isinstance(self.observer, PollingObserver) else [
             FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent, DirMovedEvent,
+            FileDeletedEvent, DirDeletedEvent,  # a file leaving may end a conflict
         ]
         self._watch_lock = threading.Lock()
         self._refused: dict[str, str] = {}  # project -> reason, logged once each
@@ -228,6 +238,40 @@ class WatchService:
             for name in files:
                 self.tracker.touch(Path(dirpath) / name)
 
+    # -- conflicts ---------------------------------------------------------------
+    def _block(self, source: Path, blockers: list[Path]) -> None:
+        """Remember that ``source`` waits for ``blockers``; look again now if one already left."""
+        with self._blocking_lock:
+            for b in blockers:
+                self._blocking.setdefault(b, set()).add(source)
+        gone = [b for b in blockers if not os.path.lexists(b)]
+        for b in gone:
+            self._gone(b, False)
+
+    def _note_conflict(self, run) -> None:
+        if run.outcome == "conflict" and run.blocked_by:
+            project = run.job.project
+            self._block(project / "sources" / run.job.rel, [project / b for b in run.blocked_by])
+
+    def load_conflicts(self) -> None:
+        """The conflicts the journal holds (a restart must not forget who waits for whom)."""
+        for project in discover_projects(self.root):
+            for row in self.kb.journal.latest_for_sources(project.name).values():
+                if row["outcome"] == "conflict" and row.get("blocked_by"):
+                    self._block(project / row["source"], [project / b for b in json.loads(row["blocked_by"])])
+
+    def _gone(self, path: Path, is_dir: bool) -> None:
+        """A file (or folder) left sources/: the files in conflict with it are looked at again."""
+        with self._blocking_lock:
+            if is_dir:
+                keys = [k for k in self._blocking if path in k.parents]
+            else:
+                keys = [path] if path in self._blocking else []
+            waiting = set().union(*(self._blocking.pop(k) for k in keys)) if keys else set()
+        for source in waiting:
+            if os.path.lexists(source):
+                self.tracker.touch(source)
+
     # -- queueing --------------------------------------------------------------
     def _submit(self, path: Path) -> bool:
         found = project_of(self.root, path)
@@ -270,6 +314,7 @@ class WatchService:
         if recovered:
             logger.info("recovered {} interrupted run(s)", recovered)
         self.runner.start(svc["workers"] + 1)
+        self.load_conflicts()
         self.refresh_projects()
         self.observer.start()
         logger.info("kbwatch watching {} with {}", self.root, self.observer_kind)

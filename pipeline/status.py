@@ -39,7 +39,8 @@ def service_state(kb: KnowledgeBase) -> dict:
         state = "stopped"
     return {
         "state": state,
-        "pid": pid if state == "running" else None,
+        # the last service's pid when it died (DESIGN §12); none for a clean stop
+        "pid": pid if state in ("running", "dead") else None,
         "last_pid": pid,
         "uptime_seconds": (now - row["started_at"]) if state == "running" and row.get("started_at") else None,
         "heartbeat_age_seconds": hb_age,
@@ -72,7 +73,7 @@ def collect_status(kb: KnowledgeBase) -> dict:
             "failed": len(failed), "pending_reviews": pending, "_failures": failed,
         })
     public = {
-        "running": svc["state"] == "running", "pid": svc["pid"], "queue": svc["queue"],
+        "running": svc["state"] == "running", "state": svc["state"], "pid": svc["pid"], "queue": svc["queue"],
         "in_flight": svc["in_flight"],
         "projects": [{k: v for k, v in pr.items() if not k.startswith("_")} for pr in projects],
     }

@@ -6,7 +6,9 @@
   made by other hosts on NFS/SMB/SSHFS.
 - :class:`SourceEvents` turns events under ``<root>/<project>/sources/`` into
   candidate paths (created, modified, closed, moved-in; a directory moved in
-  is walked, since its files raise no events) and notices new projects.
+  is walked, since its files raise no events), reports paths that left
+  sources/ (deleted, moved away) so a file in conflict with them is looked at
+  again at once, and notices new projects.
 - :class:`StabilityTracker` queues a candidate only once its size and mtime
   have not changed for ``settle_seconds`` and it opens for reading; a file
   still growing is re-checked, never dropped.
@@ -148,12 +150,14 @@ class SourceEvents(FileSystemEventHandler):
     """Routes watchdog events to the tracker and to project discovery."""
 
     def __init__(self, root: Path, patterns: list[str], on_candidate: Callable[[Path], None],
-                 on_tree: Callable[[Path], None], on_new_dir: Callable[[Path], None]):
+                 on_tree: Callable[[Path], None], on_new_dir: Callable[[Path], None],
+                 on_gone: Callable[[Path, bool], None] | None = None):
         self.root = root
         self.patterns = patterns
         self.on_candidate = on_candidate
         self.on_tree = on_tree
         self.on_new_dir = on_new_dir
+        self.on_gone = on_gone  # (path, is_dir): a file or folder left sources/
 
     def _in_sources(self, path: Path) -> bool:
         try:
@@ -181,6 +185,13 @@ class SourceEvents(FileSystemEventHandler):
         else:
             self.on_candidate(path)
 
+    def _gone(self, raw: str | bytes, is_dir: bool) -> None:
+        if self.on_gone is None or not raw:
+            return
+        path = Path(os.fsdecode(raw))
+        if self._in_sources(path):
+            self.on_gone(path, is_dir)
+
     def on_any_event(self, event: FileSystemEvent) -> None:
         try:
             kind = event.event_type
@@ -193,6 +204,9 @@ class SourceEvents(FileSystemEventHandler):
                     return
                 self._route(event.src_path, event.is_directory, kind == "created")
             elif kind == "moved":
+                self._gone(event.src_path, event.is_directory)
                 self._route(event.dest_path, event.is_directory, True)
+            elif kind == "deleted":  # also a move out of the watched tree
+                self._gone(event.src_path, event.is_directory)
         except Exception:  # an event must never kill the observer thread
             logger.exception("error handling {}", event)

@@ -152,6 +152,11 @@ class WorkerPool:
         self._started = 0
         self._closed = False
         self._busy: set[_Worker] = set()
+        # starts in progress: close() waits for them, or a process that exits right after
+        # close() leaves a child half-started, which then prints "EOFError: Ran out of input"
+        # (it found its parent gone before it was sent its task)
+        self._starting = 0
+        self._starts_done = threading.Condition(self._lock)
 
     def prestart(self) -> None:
         """Start every worker now, from a background thread, and return at once.
@@ -174,11 +179,9 @@ class WorkerPool:
                     self._started -= n - i
                     return
             try:
-                w = self._new_worker()
+                self._start_worker(self._idle.put)
             except Exception as exc:  # a call that needs a worker starts its own
                 logger.warning("could not start a parse worker: {}", exc)
-                continue
-            self._admit(w, self._idle.put)
 
     def _new_worker(self) -> _Worker:
         """Start a worker for a slot already counted in ``_started`` (given back if the start fails).
@@ -192,6 +195,19 @@ class WorkerPool:
             with self._lock:
                 self._started -= 1
             raise
+
+    def _start_worker(self, keep: Callable[[_Worker], Any]) -> _Worker | None:
+        """Start a worker (slot counted in ``_started``) and hand it to ``keep``; None
+        if the pool closed meanwhile (it was killed). close() waits for this to end."""
+        with self._lock:
+            self._starting += 1
+        try:
+            w = self._new_worker()
+            return w if self._admit(w, keep) else None
+        finally:
+            with self._lock:
+                self._starting -= 1
+                self._starts_done.notify_all()
 
     def _admit(self, w: _Worker, keep: Callable[[_Worker], Any]) -> bool:
         """Hand a started worker to ``keep`` (the idle queue, the busy set) under the
@@ -245,13 +261,15 @@ class WorkerPool:
                 if start:
                     self._started += 1
             if start:
-                w = self._new_worker()
+                w = self._start_worker(self._busy.add)
             else:
                 try:  # a worker comes back, or one prestart is starting comes up
                     w = self._idle.get(timeout=0.5)
                 except queue.Empty:
                     continue  # re-check: a failed start or a stopped worker frees a slot
-            if not self._admit(w, self._busy.add):
+                if not self._admit(w, self._busy.add):
+                    w = None
+            if w is None:
                 raise TransientError("the service is shutting down", reason="shutdown")
             return w
 
@@ -324,7 +342,10 @@ class WorkerPool:
         logger.debug("worker error: {}", tb)
         raise PermanentError(f"parser error: {message}", reason="parser error")
 
-    def close(self) -> None:
+    def close(self, start_wait: float = 60.0) -> None:
+        """Stop idle workers, kill busy ones, and wait (up to ``start_wait`` s: a
+        forkserver start waits for its template's imports) for starts in progress,
+        which end by killing what they started."""
         with self._lock:
             self._closed = True
             busy = list(self._busy)
@@ -335,3 +356,6 @@ class WorkerPool:
                 break
         for w in busy:
             w.kill()
+        with self._lock:
+            if not self._starts_done.wait_for(lambda: self._starting == 0, timeout=start_wait):
+                logger.warning("a parse worker was still starting {:g} s after shutdown began", start_wait)

@@ -1,7 +1,9 @@
 """Stage ``parse``: turn the source into Markdown through the ``kb_parse`` parsers.
 
 Bounds: files over ``[stages.parse] max_file_mb`` fail as ``too large``
-without being opened; empty files fail as ``empty``. Rich formats are parsed
+without being opened; empty files fail as ``empty``; a parse that holds no
+text (only page markers, notes, empty tables: :mod:`pipeline.text_presence`),
+after OCR where it ran, fails as ``no text``. Rich formats are parsed
 in a worker process (``isolate = "auto"``) with ``timeout_seconds`` and
 ``memory_mb`` enforced by killing the worker; plain-text parsers that declare
 ``inprocess`` run in the calling thread.
@@ -13,6 +15,7 @@ from pipeline import hookimpl
 from pipeline.errors import PermanentError
 from pipeline.parsing import choose_parser, isolated, parse_file, parse_in_worker
 from pipeline.stage import RunContext, Stage
+from pipeline.text_presence import has_text
 
 
 class ParseStage(Stage):
@@ -42,12 +45,21 @@ class ParseStage(Stage):
                               timeout=opts["timeout_seconds"] or None)
         else:
             doc = parse_file(ctx.plugins, path, ctx.ext, ctx.settings)
-        if not doc.markdown.strip():
-            raise PermanentError("no text could be extracted from the file", reason="no text")
+        if not has_text(doc.markdown):
+            raise PermanentError(_no_text_message(doc), reason="no text")
         ctx.parsed = doc
         for w in doc.warnings:
             ctx.diagnose("warning", w)
         return f"{doc.parser}: {len(doc.markdown)} chars"
+
+
+def _no_text_message(doc) -> str:
+    """Why nothing was kept: what OCR did (or why it could not run), in the parser's words."""
+    why = [w for w in doc.warnings if w != "the document has no text"]
+    if "<!-- ocr:" in doc.markdown:
+        why.insert(0, "OCR found no text either")
+    detail = f" ({'; '.join(why)})" if why else ""
+    return f"no text could be extracted from the file{detail}"
 
 
 @hookimpl

@@ -48,7 +48,7 @@ def test_runs_and_status_json_shapes(root, cli):
     assert [r["source"] for r in failed] == ["sources/bad.qqq"] and "unsupported" in failed[0]["error"]
     status = json.loads(cli("status", "--json").output)
     assert status == {
-        "running": False, "pid": None, "queue": 0, "in_flight": 0,
+        "running": False, "state": "stopped", "pid": None, "queue": 0, "in_flight": 0,
         "projects": [{"name": "p", "status": "ready", "documents": 1, "failed": 1, "pending_reviews": 0}],
     }
 

@@ -14,6 +14,7 @@ from pipeline.formats.project_md import HEADINGS, ProjectMd
 from pipeline.fsutil import atomic_write, human_minute, now_local
 from pipeline.project import discover_projects
 
+DEFAULT_INDEX_MAX_CHARS = 2_000_000  # as in config/default.toml
 _INDEXES: dict[str, object] = {}
 _LOCK = threading.Lock()
 _ROOT_LOCK = threading.Lock()
@@ -28,7 +29,14 @@ def open_index(settings: dict):
         idx = _INDEXES.get(path)
         if idx is None:
             idx = _INDEXES[path] = SearchIndex(path)
+        idx.max_document_chars = index_max_chars(settings)
         return idx
+
+
+def index_max_chars(settings: dict) -> int | None:
+    """``[stages.index] max_chars``: how much of each document is indexed (0 = all)."""
+    value = (settings.get("stages", {}).get("index") or {}).get("max_chars", DEFAULT_INDEX_MAX_CHARS)
+    return int(value) if value else None
 
 
 def close_indexes() -> None:

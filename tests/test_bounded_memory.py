@@ -16,7 +16,6 @@ import importlib.util
 import json
 import os
 import sqlite3
-import time
 from pathlib import Path
 
 from conftest import REPO, kbwatch

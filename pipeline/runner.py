@@ -32,6 +32,7 @@ from pipeline.errors import StageError, StopRun, TransientError
 from pipeline.formats.run_record import build_record
 from pipeline.fsutil import atomic_write, display_path, new_run_id, utc_iso
 from pipeline.journal import Journal
+from pipeline.lanes import is_large_text
 from pipeline.model import RunRecord
 from pipeline.parsing import worker_warmup
 from pipeline.plugins import PluginSet
@@ -140,7 +141,9 @@ class Runner:
         self.intake = state_dir(settings) / "intake"  # private snapshots of the files being run
         self._sessions: dict[str, ProjectSession] = {}
         self._sessions_lock = threading.Lock()
+        self._committing: set[str] = set()  # projects a timed commit thread is committing
         self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._large_queue: queue.Queue[Job | None] = queue.Queue()  # pipeline.lanes: one large text at a time
         self._keys: set[tuple[str, str]] = set()
         self._keys_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -192,7 +195,7 @@ class Runner:
 
     # -- queue -------------------------------------------------------------
     def queue_length(self) -> int:
-        return self._queue.qsize()
+        return self._queue.qsize() + self._large_queue.qsize()
 
     @property
     def in_flight(self) -> int:
@@ -213,7 +216,8 @@ class Runner:
             s.active += 1
         with self._idle:
             self._in_flight += 1
-        self._queue.put(job)
+        large = is_large_text(self.plugins, self.settings, project / "sources" / rel)
+        (self._large_queue if large else self._queue).put(job)
         return True
 
     def start(self, threads: int | None = None) -> None:
@@ -225,6 +229,9 @@ class Runner:
             t = threading.Thread(target=self._loop, name=f"kbwatch-run-{i}", daemon=True)
             t.start()
             self._threads.append(t)
+        t = threading.Thread(target=self._loop, args=(self._large_queue,), name="kbwatch-run-large", daemon=True)
+        t.start()
+        self._threads.append(t)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -239,15 +246,16 @@ class Runner:
     def stop(self, wait: float = 8.0) -> None:
         """Stop taking jobs; let runs in progress finish (or abandon them cleanly)."""
         self._stopping.set()
-        while True:  # drop queued jobs: they stay in sources/ and are found at next start
-            try:
-                job = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None:
-                self._release(job)
-        for _ in self._threads:
-            self._queue.put(None)
+        for jobs in (self._queue, self._large_queue):
+            while True:  # drop queued jobs: they stay in sources/ and are found at next start
+                try:
+                    job = jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None:
+                    self._release(job)
+        for t in self._threads:
+            (self._large_queue if t.name == "kbwatch-run-large" else self._queue).put(None)
         deadline = time.monotonic() + wait
         for t in self._threads:
             t.join(timeout=max(0.1, deadline - time.monotonic()))
@@ -273,9 +281,10 @@ class Runner:
             self._in_flight -= 1
             self._idle.notify_all()
 
-    def _loop(self) -> None:
+    def _loop(self, jobs: "queue.Queue[Job | None] | None" = None) -> None:
+        jobs = self._queue if jobs is None else jobs
         while True:
-            job = self._queue.get()
+            job = jobs.get()
             if job is None:
                 return
             if self._stopping.is_set():
@@ -462,15 +471,48 @@ class Runner:
         return True
 
     def flush_due(self) -> None:
-        """Commit batches that waited longer than the commit interval (a timer's job)."""
-        svc = self.settings["service"]
+        """Commit batches that waited longer than the commit interval (a timer's job).
+
+        Never waits and never commits in the calling thread (the service's main loop, which
+        also beats the heartbeat and takes new files): a due batch is committed by a
+        short-lived thread, one per project at a time; a project held by a long stage or
+        commit is committed by its holder when it parks or finishes.
+        """
         with self._sessions_lock:
             sessions = list(self._sessions.values())
         for s in sessions:
-            with s.lock:
-                interval = max(svc["commit_interval_seconds"], 4 * s.last_commit_seconds)
-                if s.pending_runs and s.first_pending_at is not None and time.monotonic() - s.first_pending_at >= interval:
-                    self.flush(s)
+            if not s.lock.acquire(blocking=False):
+                continue
+            try:
+                due = self._batch_due(s)
+            finally:
+                s.lock.release()
+            if due:
+                self._flush_in_background(s)
+
+    def _batch_due(self, s: ProjectSession) -> bool:
+        svc = self.settings["service"]
+        interval = max(svc["commit_interval_seconds"], 4 * s.last_commit_seconds)
+        return bool(s.pending_runs) and s.first_pending_at is not None and time.monotonic() - s.first_pending_at >= interval
+
+    def _flush_in_background(self, s: ProjectSession) -> None:
+        with self._sessions_lock:
+            if s.name in self._committing:
+                return
+            self._committing.add(s.name)
+
+        def commit() -> None:
+            try:
+                with s.lock:
+                    if self._batch_due(s):
+                        self.flush(s)
+            except Exception:
+                logger.exception("timed commit of {} failed", s.name)
+            finally:
+                with self._sessions_lock:
+                    self._committing.discard(s.name)
+
+        threading.Thread(target=commit, name=f"kbwatch-commit-{s.name}", daemon=True).start()
 
     def flush_all(self) -> None:
         with self._sessions_lock:

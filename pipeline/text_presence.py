@@ -25,7 +25,7 @@ _HEAD = 65536  # most documents show text in their first lines: no need to look 
 
 def has_text(markdown: str) -> bool:
     """True when ``markdown`` holds a letter or digit outside markers, notes and Markdown syntax."""
-    if not markdown or not markdown.strip():
+    if not markdown or markdown.isspace():
         return False
     if len(markdown) > _HEAD:
         # whole lines only: a note cut in half would look like text (a comment cut in half

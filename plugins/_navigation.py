@@ -14,6 +14,7 @@ from pipeline.formats.project_md import HEADINGS, ProjectMd
 from pipeline.fsutil import atomic_write, human_minute, now_local
 from pipeline.project import discover_projects
 
+DEFAULT_INDEX_MAX_CHARS = 2_000_000  # as in config/default.toml
 _INDEXES: dict[str, object] = {}
 _LOCK = threading.Lock()
 _ROOT_LOCK = threading.Lock()
@@ -33,10 +34,23 @@ def open_index(settings: dict):
         idx = _INDEXES.get(path)
         if idx is None:
             idx = _INDEXES[path] = open_healing(
-                Path(path), lambda: SearchIndex(path), lambda fresh: _reindex_all(fresh, settings), "search index"
+                Path(path), lambda: _capped(SearchIndex(path), settings), lambda fresh: _reindex_all(fresh, settings),
+                "search index",
             )
             register_live(idx)  # a running service writes it back if the state dir is deleted
+        idx.max_document_chars = index_max_chars(settings)
         return idx
+
+
+def index_max_chars(settings: dict) -> int | None:
+    """``[stages.index] max_chars``: how much of each document is indexed (0 = all)."""
+    value = (settings.get("stages", {}).get("index") or {}).get("max_chars", DEFAULT_INDEX_MAX_CHARS)
+    return int(value) if value else None
+
+
+def _capped(idx, settings: dict):
+    idx.max_document_chars = index_max_chars(settings)
+    return idx
 
 
 def heal_index(settings: dict, reason: BaseException):
@@ -52,7 +66,7 @@ def heal_index(settings: dict, reason: BaseException):
             old.close()
         with heal_lock(path.parent):
             aside = move_aside(path)
-            fresh = _INDEXES[str(path)] = SearchIndex(path)
+            fresh = _INDEXES[str(path)] = _capped(SearchIndex(path), settings)
             summary = _reindex_all(fresh, settings)
             register_live(fresh)
     from loguru import logger

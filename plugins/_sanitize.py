@@ -9,8 +9,8 @@
   (U+202A–202E, U+2066–2069, U+200E, U+200F, U+061C) are removed and the spot
   is marked once with :data:`MARKER` (``[hidden-unicode removed]``).
 
-Edits are applied right to left so earlier offsets stay valid; an edit that
-overlaps one already applied (to its right) is skipped. The original stays
+Edits are chosen right to left; an edit that overlaps one already chosen (to
+its right) is skipped; the result is built in one pass. The original stays
 untouched in ``archive/``. Not a plugin (leading underscore).
 """
 
@@ -46,11 +46,19 @@ def sanitize(markdown: str, findings: Iterable[Finding]) -> str:
         return markdown
     # right to left; on overlap keep the edit that starts later (already applied)
     edits.sort(key=lambda e: (e[0], e[1]), reverse=True)
-    out = markdown
+    kept: list[tuple[int, int, str]] = []
     limit = len(markdown) + 1
     for start, end, rep in edits:
         if end > limit:
             continue
-        out = out[:start] + rep + out[end:]
+        kept.append((start, end, rep))
         limit = start
-    return out
+    # one new string (a large text is not copied once per edit)
+    parts: list[str] = []
+    pos = 0
+    for start, end, rep in reversed(kept):
+        parts.append(markdown[pos:start])
+        parts.append(rep)
+        pos = end
+    parts.append(markdown[pos:])
+    return "".join(parts)

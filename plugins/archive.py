@@ -6,7 +6,8 @@ which fsyncs the copy first) to ``archive/<sub>/<stem>_YYYYMMDDHHmm<ext>``, addi
 seconds and then ``-2``, ``-3``… when taken (DESIGN §2). A copy left by a run
 that crashed before its commit (same content, not in the manifest) is reused,
 so a re-run adds no second archive file. ``parsed/<name>.md`` is written
-atomically with its header comments (DESIGN §5).
+atomically with its header comments (DESIGN §5), in parts: a large body is
+never copied into one more whole-file string.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from pathlib import Path
 from pipeline import hookimpl
 from pipeline.formats.archive_names import ARCHIVE_RE, choose_archive_name
 from pipeline.formats.manifest import session_manifest
-from pipeline.formats.parsed import render_parsed
-from pipeline.fsutil import atomic_write, copy_file, human_minute, link_or_copy, now_local, sha256_file
+from pipeline.bigtext import LARGE_CHARS, write_parts_atomic
+from pipeline.formats.parsed import render_parsed_parts
+from pipeline.fsutil import copy_file, human_minute, link_or_copy, now_local, sha256_file
 from pipeline.stage import RunContext, Stage
 
 
@@ -88,18 +90,23 @@ class ArchiveStage(Stage):
             parsed_rel = f"parsed/{ctx.name}.md"
             target = project / parsed_rel
             existed = target.exists()
-            text = render_parsed(
+            parts = render_parsed_parts(
                 source_name=ctx.source_rel.removeprefix("sources/"),
                 archived=ctx.archived,
                 parsed_at=human_minute(when),
                 title=ctx.parsed.title or stem,
                 body=ctx.parsed.markdown,
             )
-            atomic_write(target, text, fsync=False)
+            size = write_parts_atomic(target, parts)  # no whole-file copy of a large body
             ctx.project.durable(target)
             ctx.parsed_path = parsed_rel
             ctx.output(parsed_rel, "updated" if existed else "created")
-            ctx.stash["archive.parsed_text"] = text
+            # for the index stage: the file's text (small), or its parts and size (large: the
+            # index takes a bounded prefix, see [stages.index] max_chars)
+            if len(ctx.parsed.markdown) <= LARGE_CHARS:
+                ctx.stash["archive.parsed_text"] = "".join(parts)
+            ctx.stash["archive.parsed_parts"] = parts
+            ctx.stash["archive.parsed_bytes"] = size
         return ctx.archived
 
 

@@ -3,9 +3,12 @@
 The search index (``<state_dir>/search.sqlite3``) holds heading-aware chunks
 of every parsed file with line ranges and page/slide/sheet anchors; it is
 updated once per commit for the whole batch and can be rebuilt from parsed/
-at any time (``kbwatch index rebuild``): it is never a source of truth. The
-navigation files (data_structure.md at the root and in parsed/ folders,
-kb-retriever convention) are refreshed after the same commit.
+at any time (``kbwatch index rebuild``): it is never a source of truth. Only
+the first ``[stages.index] max_chars`` characters of a document are indexed
+(a warning in the run record says when a document was cut): this bounds the
+memory and time a huge document costs. The navigation files
+(data_structure.md at the root and in parsed/ folders, kb-retriever
+convention) are refreshed after the same commit.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pipeline import hookimpl
 from pipeline.formats.manifest import session_manifest
 from pipeline.formats.project_md import session_project_md
 from pipeline.stage import RunContext, Stage
-from plugins._navigation import open_index, project_purpose, remember_project, write_folder_files, write_root_file
+from plugins._navigation import index_max_chars, open_index, project_purpose, remember_project, write_folder_files, write_root_file
 
 
 def _flush(session, settings) -> None:
@@ -46,21 +49,46 @@ class IndexStage(Stage):
     concurrent = True
 
     def able_to_run(self, ctx: RunContext) -> bool:
-        return bool(ctx.parsed_path and ctx.stash.get("archive.parsed_text"))
+        return bool(ctx.parsed_path and (ctx.stash.get("archive.parsed_text") or ctx.stash.get("archive.parsed_parts")))
 
     def run(self, ctx: RunContext) -> str | None:
         from plugins._retrieval import document_title
 
         session, settings = ctx.project, ctx.settings
-        text, rel = ctx.stash["archive.parsed_text"], ctx.parsed_path
+        rel = ctx.parsed_path
+        limit = index_max_chars(settings)
+        text = ctx.stash.get("archive.parsed_text")
+        if text is None:  # a large document: only the prefix that is indexed is joined
+            text, total = _prefix(ctx.stash["archive.parsed_parts"], limit)
+        else:
+            total = len(text)
+        if limit and total > limit:
+            ctx.diagnose("warning", f"only the first {limit:,} of {total:,} characters of {rel} are indexed "
+                                    "for search ([stages.index] max_chars)")
         prepared = open_index(settings).prepare_document(rel, document_title(text, rel.rsplit("/", 1)[-1][:-3]), text)
+        size = ctx.stash.get("archive.parsed_bytes")
         with session.lock:
             session.cached("index.pending", dict)[rel] = prepared
-            session.cached("index.sizes", dict)[rel] = len(text.encode("utf-8"))
+            session.cached("index.sizes", dict)[rel] = size if size is not None else len(text.encode("utf-8"))
             session.cached("index.folders", set).add(ctx.name.rpartition("/")[0])
             session.defer("index", lambda: _flush(session, settings))
             session.after_commit("index.navigation", lambda: _navigation(session, settings))
         return None
+
+
+def _prefix(parts: list[str], limit: int | None) -> tuple[str, int]:
+    """The first ``limit + 1`` characters of the concatenated ``parts`` (all without a limit)
+    and the total length, without joining more than that."""
+    total = sum(len(p) for p in parts)
+    if not limit:
+        return "".join(parts), total
+    out, room = [], limit + 1
+    for p in parts:
+        if room <= 0:
+            break
+        out.append(p if len(p) <= room else p[:room])
+        room -= len(out[-1])
+    return "".join(out), total
 
 
 @hookimpl

@@ -23,6 +23,7 @@ import io
 import re
 
 from pipeline import hookimpl
+from pipeline.bigtext import LARGE_CHARS, newline_bounds
 from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
@@ -54,8 +55,9 @@ def kb_parse(path, ext, settings):
     if claimed is None:
         return None
     path, ext = claimed
-    text, encoding = decode_bytes(path.read_bytes(), path.name)
-    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    text, encoding = decode_bytes(path.read_bytes(), path.name)  # the bytes are freed on return
+    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")  # no copy when nothing changes
+    large = len(text) > LARGE_CHARS
     title = None
     if ext in TABLE_EXTS:
         body = csv_to_markdown(text, "\t" if ext == ".tsv" else None)
@@ -66,15 +68,22 @@ def kb_parse(path, ext, settings):
     elif ext == ".org":
         body = org_headings(text)
     else:
-        body = text.strip("\n")
-    match = re.search(r"^# +(.+?)\s*#*\s*$", body, re.M) if ext not in CODE_EXTS else None
-    if match:
-        title = match.group(1).strip()
-    doc = ParsedDocument(markdown=body + "\n" if body else "", parser="text", title=title)
+        start, end = newline_bounds(text)
+        body = text if (start, end) == (0, len(text)) else text[start:end]
+    del text
+    if ext not in CODE_EXTS:  # the first heading; in a large text, within its first 1 MB
+        match = _HEADING.search(body, 0, LARGE_CHARS if large else len(body))
+        if match:
+            title = match.group(1).strip()
+    # a large body is returned as is (no copy to add the final newline: parsed/ adds it)
+    doc = ParsedDocument(markdown=body if large or not body else body + "\n", parser="text", title=title)
     doc.metadata["encoding"] = encoding
-    if not body.strip():
+    if not body or body.isspace():
         doc.warnings.append("the document has no text")
     return doc
+
+
+_HEADING = re.compile(r"^# +(.+?)\s*#*\s*$", re.M)
 
 
 def csv_to_markdown(text: str, delimiter: str | None = None) -> str:

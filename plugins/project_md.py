@@ -21,7 +21,9 @@ _SKIP = re.compile(r"^\s*(#|<!--|\||```|[-*_]{3,}\s*$|!\[)")
 
 
 def one_line_summary(markdown: str, limit: int = SUMMARY_CHARS) -> str:
-    """The first sentence-like line of the body, cut to ``limit`` characters."""
+    """The first sentence-like line of the body (looked for in its first 64K characters),
+    cut to ``limit`` characters."""
+    markdown = markdown[:65536]  # a large body is not split into all its lines
     for line in strip_header(markdown).splitlines():
         if not line.strip() or _SKIP.match(line):
             continue

@@ -15,25 +15,79 @@ from __future__ import annotations
 import fnmatch
 
 from pipeline import hookimpl
+from pipeline.bigtext import LARGE_CHARS, newline_bounds, windows
 from pipeline.formats.parsed import body_line_offset
+from pipeline.model import ParsedDocument
 from pipeline.reviews import load_decisions
 from pipeline.stage import RunContext, Stage
 from plugins._sanitize import sanitize
 
 
+# rules that judge the whole document: reported once, whichever window saw them first
+DOCUMENT_RULES = frozenset({"format.repeated-line", "format.replacement-chars", "format.oversized"})
+
+
 def run_scanners(plugins, document, settings) -> list:
-    """All findings of all scanners, minus what the config allowlists, in text order."""
+    """All findings of all scanners, minus what the config allowlists, in text order.
+
+    A text over ``LARGE_CHARS`` is scanned in ~1 MB windows (see :func:`_scan_windows`).
+    """
     opts = settings["stages"].get("scan", {})
     allow_rules = opts.get("allow_rules", [])
     allow_fp = set(opts.get("allow_fingerprints", []))
+    text = document.markdown or ""
+    if len(text) > LARGE_CHARS:
+        batches = [_scan_windows(plugins, document, text, settings)]
+    else:
+        batches = plugins.hook.kb_scan(document=document, settings=settings)
     findings = []
-    for batch in plugins.hook.kb_scan(document=document, settings=settings):
+    for batch in batches:
         for f in batch or []:
             if any(fnmatch.fnmatchcase(f.rule, pat) for pat in allow_rules) or f.fingerprint in allow_fp:
                 continue
             findings.append(f)
     findings.sort(key=lambda f: (f.offset, f.rule))
     return findings
+
+
+def _scan_windows(plugins, document, text: str, settings) -> list:
+    """Every scanner over bounded windows of a large text (pipeline.bigtext.windows).
+
+    Each scanner sees ~1 MB plus a few KB of context on each side, so its regexes and
+    normalised views stay small and other threads run between windows. A finding is kept
+    by the window that owns its start; offsets, lines and columns are moved to the whole
+    text. ``document.metadata["scan_window"]`` tells scanners the window's offset and the
+    document's length (for whole-document rules such as ``format.oversized``).
+    """
+    out = []
+    seen_document_rules: set[tuple[str, str]] = set()
+    line_base, counted_to = 0, 0
+    for w in windows(text):
+        line_base += text.count("\n", counted_to, w.scan_start)
+        counted_to = w.scan_start
+        column_base = w.scan_start - (text.rfind("\n", 0, w.scan_start) + 1)
+        piece = ParsedDocument(
+            markdown=text[w.scan_start:w.scan_end], parser=document.parser, title=document.title,
+            locations=document.locations,
+            metadata={**document.metadata, "scan_window": {"offset": w.scan_start, "document_chars": len(text)}},
+        )
+        for batch in plugins.hook.kb_scan(document=piece, settings=settings):
+            for f in batch or []:
+                offset = f.offset + w.scan_start
+                if f.rule in DOCUMENT_RULES:
+                    key = (f.rule, f.fingerprint)
+                    if key in seen_document_rules:
+                        continue
+                    seen_document_rules.add(key)
+                elif not w.own_start <= offset < w.own_end:
+                    continue
+                f.offset = offset
+                if f.line == 1:
+                    f.column += column_base
+                f.line += line_base
+                out.append(f)
+        del piece
+    return out
 
 
 class ScanStage(Stage):
@@ -45,7 +99,9 @@ class ScanStage(Stage):
 
     def run(self, ctx: RunContext) -> str | None:
         doc = ctx.parsed
-        doc.markdown = doc.markdown.strip("\n")
+        start, end = newline_bounds(doc.markdown)
+        if start or end < len(doc.markdown):  # a copy: parsers of large texts return them stripped
+            doc.markdown = doc.markdown[start:end]
         findings = run_scanners(ctx.plugins, doc, ctx.settings)
         if ctx.settings["stages"].get("scan", {}).get("redact", True) and findings:
             doc.markdown = sanitize(doc.markdown, findings)

@@ -13,6 +13,10 @@ Owns the rules:
 - ``format.replacement-chars`` U+FFFD making up more than 1% of the text (at least 10): a decoding failure
 - ``format.oversized``        the whole document longer than ``max_document_chars`` (default 5 000 000)
 
+A large document is scanned in ~1 MB windows (``plugins.scan``): line, paragraph, repeated-line
+and replacement-character counts are then per window; ``format.oversized`` uses the
+document's length.
+
 All severities are ``medium`` except replacement characters (``low``).
 Excerpts show at most the first 40 characters, with every run of seven or more
 non-space characters masked (``_scanutil.mask_runs``): a blob or long line may
@@ -46,7 +50,9 @@ def _opt(opts: dict, key: str) -> int:
         return FORMAT_DEFAULTS[key]
 
 
-def scan_text(text: str, settings=None) -> list[Finding]:
+def scan_text(text: str, settings=None, document_chars: int | None = None) -> list[Finding]:
+    """``document_chars``: the whole document's length when ``text`` is one window of it
+    (the scan stage's windows over large texts); ``format.oversized`` judges that."""
     opts = scan_options(settings or {})
     index = LineIndex(text)
     out: list[Finding] = []
@@ -64,8 +70,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     max_run = _opt(opts, "max_char_run")
     max_doc = _opt(opts, "max_document_chars")
 
-    if len(text) > max_doc:
-        add("format.oversized", "medium", 0, 1, f"document has {len(text)} characters (limit {max_doc})")
+    doc_chars = len(text) if document_chars is None else document_chars
+    if doc_chars > max_doc:
+        add("format.oversized", "medium", 0, 1, f"document has {doc_chars} characters (limit {max_doc})")
     if len(text) > max_line:
         # only line starts can begin a match ((?m)^): linear, not quadratic, on long lines
         for m in re.finditer(r"(?m)^[^\n]{%d,}" % (max_line + 1), text):
@@ -134,4 +141,8 @@ def _short(text: str, s: int, e: int) -> str:
 
 @hookimpl
 def kb_scan(document, settings):
-    return scan_text(document.markdown or "", settings)
+    window = (document.metadata or {}).get("scan_window") or {}
+    found = scan_text(document.markdown or "", settings, window.get("document_chars"))
+    if window.get("offset"):  # reported by the first window only
+        found = [f for f in found if f.rule != "format.oversized"]
+    return found

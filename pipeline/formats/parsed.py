@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from pipeline.bigtext import first_lines, newline_bounds
+
 HEADER_RE = re.compile(r"^<!-- (source|archived|parsed_at): (.*) -->$")
 
 
@@ -11,27 +13,36 @@ def _comment_safe(text: str) -> str:
     return text.replace("-->", "--&gt;").replace("\n", " ")
 
 
-def render_parsed(source_name: str, archived: str, parsed_at: str, title: str, body: str) -> str:
-    """The parsed file: header comments, a ``# title`` unless the body starts with one, the body."""
+def render_parsed_parts(source_name: str, archived: str, parsed_at: str, title: str, body: str) -> list[str]:
+    """The parsed file as parts to write one after the other (``"".join`` is the file):
+    header comments, a ``# title`` unless the body starts with one, the body. A large body is
+    passed through without a copy unless it has surrounding newlines to strip."""
     head = (
         f"<!-- source: {_comment_safe(source_name)} -->\n"
         f"<!-- archived: {_comment_safe(archived)} -->\n"
         f"<!-- parsed_at: {_comment_safe(parsed_at)} -->\n\n"
     )
-    body = body.strip("\n")
-    first = next((l for l in body.splitlines() if l.strip() and not l.startswith("<!--")), "")
+    start, end = newline_bounds(body)
+    if start or end < len(body):
+        body = body[start:end]
+    first = next((l for l in first_lines(body) if l.strip() and not l.startswith("<!--")), "")
     if not first.startswith("# "):
-        body = f"# {title}\n\n{body}" if body else f"# {title}"
-    return head + body + "\n"
+        return [head, f"# {title}\n\n", body, "\n"] if body else [head, f"# {title}", "\n"]
+    return [head, body, "\n"]
+
+
+def render_parsed(source_name: str, archived: str, parsed_at: str, title: str, body: str) -> str:
+    """The parsed file: header comments, a ``# title`` unless the body starts with one, the body."""
+    return "".join(render_parsed_parts(source_name, archived, parsed_at, title, body))
 
 
 def body_line_offset(title: str, body: str) -> int:
     """How many lines of the rendered parsed file precede the first body line."""
-    rendered = render_parsed("x", "x", "x", title, body)
-    stripped = body.strip("\n")
-    if not stripped:
-        return rendered.count("\n")
-    return rendered[: rendered.index(stripped)].count("\n")
+    start, end = newline_bounds(body)
+    parts = render_parsed_parts("x", "x", "x", title, body[start:end] if end - start <= 65536 else body[start:start + 65536])
+    if start == end:
+        return "".join(parts).count("\n")
+    return sum(p.count("\n") for p in parts[:-2])
 
 
 def read_header(text: str) -> dict[str, str]:

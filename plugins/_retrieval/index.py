@@ -134,6 +134,15 @@ def _digest(title: str, text: str) -> str:
     return hashlib.sha256(f"{title}\0{text}".encode("utf-8")).hexdigest()
 
 
+def cap_document(text: str, limit: int | None) -> str:
+    """The part of a document that is indexed: all of it, or its first ``limit`` characters
+    cut after the last line break in their second half (``[stages.index] max_chars``)."""
+    if not limit or len(text) <= limit:
+        return text
+    nl = text.rfind("\n", limit // 2, limit)
+    return text[: nl + 1 if nl >= 0 else limit]
+
+
 def _clean(s: str) -> str:
     """Text SQLite can store: lone surrogates (undecodable bytes) become U+FFFD."""
     try:
@@ -171,6 +180,7 @@ class SearchIndex:
         self.k1_word, self.b_word, self.k1_cjk, self.b_cjk = k1_word, b_word, k1_cjk, b_cjk
         self.title_weight = title_weight
         self.max_chars = max_chars
+        self.max_document_chars: int | None = None  # per-document cap (cap_document); None = none
         self._lock = threading.RLock()
         self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
         self._depth = 0
@@ -354,7 +364,7 @@ class SearchIndex:
         Pure CPU work and thread-safe: the pipeline runs it outside the
         project lock and hands the result to ``upsert_prepared`` at commit.
         """
-        text, title = _clean(text), _clean(title)
+        text, title = _clean(cap_document(text, self.max_document_chars)), _clean(title)
         digest = _digest(title, text)
         kwargs = {"max_chars": self.max_chars} if self.max_chars else {}
         chunks = chunk_markdown(text, **kwargs)
@@ -383,7 +393,8 @@ class SearchIndex:
         with self.batch():
             pid = self._project_id(project, create=True)
             row = self._doc_row(pid, doc_path)
-            if row is not None and row[1] == _digest(_clean(title), _clean(text)) and not force:
+            if row is not None and not force and row[1] == _digest(
+                    _clean(title), _clean(cap_document(text, self.max_document_chars))):
                 return False  # unchanged: not even chunked
             return self._store(pid, row, self.prepare_document(doc_path, title, text))
 
@@ -521,7 +532,9 @@ class SearchIndex:
                     continue
                 rel = "parsed/" + f.relative_to(parsed).as_posix()
                 try:
-                    text = f.read_text(encoding="utf-8", errors="replace")
+                    with open(f, encoding="utf-8", errors="replace") as fh:
+                        # a capped document is read only as far as it is indexed
+                        text = fh.read(self.max_document_chars + 1 if self.max_document_chars else -1)
                 except OSError:
                     counts["skipped"] += 1
                     continue

@@ -5,7 +5,8 @@ after the commit, which fsyncs the copy first) to ``archive/<sub>/<stem>_YYYYMMD
 seconds and then ``-2``, ``-3``… when taken (DESIGN §2). A copy left by a run
 that crashed before its commit (same content, not in the manifest) is reused,
 so a re-run adds no second archive file. ``parsed/<name>.md`` is written
-atomically with its header comments (DESIGN §5).
+atomically with its header comments (DESIGN §5). A name too long to take the
+timestamp is shortened for both (``pipeline.formats.archive_names``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import os
 from pathlib import Path
 
 from pipeline import hookimpl
-from pipeline.formats.archive_names import ARCHIVE_RE, choose_archive_name
+from pipeline.errors import PermanentError
+from pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, choose_archive_name, fit_stem, parsed_path
 from pipeline.formats.manifest import session_manifest
 from pipeline.formats.parsed import render_parsed
 from pipeline.fsutil import atomic_write, copy_file, human_minute, now_local, sha256_file
@@ -65,22 +67,26 @@ class ArchiveStage(Stage):
     def run(self, ctx: RunContext) -> str | None:
         project = ctx.project.path
         sub, _, stem = ctx.name.rpartition("/")
+        try:
+            short = fit_stem(stem, ctx.ext)  # a name too long for a timestamp is shortened
+        except NameTooLong as exc:
+            raise PermanentError(str(exc), reason="name too long") from None
         folder = project / "archive" / sub if sub else project / "archive"
         when = now_local(ctx.settings["stages"]["archive"]["timezone"])
-        names = _listing(ctx, folder).setdefault(stem, set())
-        reused = _reusable_copy(ctx, folder, stem, names)
+        names = _listing(ctx, folder).setdefault(short, set())
+        reused = _reusable_copy(ctx, folder, short, names)
         if reused:
             ctx.archived = reused
             ctx.output(reused, "unchanged")
         else:
-            name = choose_archive_name(folder, stem, ctx.ext, when, taken=names)
+            name = choose_archive_name(folder, short, ctx.ext, when, taken=names)
             copy_file(ctx.source, folder / name)  # fsync'd with the commit, before any source leaves
             ctx.project.durable(folder / name)
             names.add(name)
             ctx.archived = (folder / name).relative_to(project).as_posix()
             ctx.output(ctx.archived, "created")
         if ctx.parsed is not None:
-            parsed_rel = f"parsed/{ctx.name}.md"
+            parsed_rel = parsed_path(ctx.name, ctx.ext)
             target = project / parsed_rel
             existed = target.exists()
             text = render_parsed(

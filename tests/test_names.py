@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import kbwatch, read_manifest
+from conftest import kbwatch, read_manifest, shared_or_skip
 from test_watch import make_root, manifest_files, service, wait_for  # noqa: F401 (service is a fixture)
 
 NAME_MAX = 255
@@ -153,6 +154,22 @@ def test_long_names_end_done_with_kbwatch_ingest(tmp_path):
     _drop(project, {LONG_252: "# Long 0\n\nthe second version\n"})
     kbwatch("ingest", root=root, check=True)
     assert len(manifest_files(project)[_stem(LONG_252)]["versions"]) == 2
+
+
+def test_a_255_byte_doc_converted_by_libreoffice_ends_done(tmp_path):
+    """LibreOffice names its .docx after the source: a 255-byte .doc would give a 256-byte name."""
+    if not (shutil.which("soffice") or shutil.which("libreoffice")):
+        pytest.skip("LibreOffice is not installed")
+    doc = shared_or_skip("corpus", "simple.doc")
+    root = make_root(tmp_path)
+    project = root / "p"
+    name = "a" * 251 + ".doc"
+    shutil.copyfile(doc, project / "sources" / name)
+    result = kbwatch("ingest", root=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    entry = manifest_files(project)["a" * 251]
+    assert (project / entry["parsed"]).read_text(encoding="utf-8").strip()
+    _every_name_fits(project)
 
 
 def test_a_name_that_copies_a_shortened_one_is_refused(tmp_path):

@@ -16,7 +16,9 @@ from pathlib import Path
 
 from pipeline import hookimpl
 from pipeline.errors import PermanentError
-from pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, choose_archive_name, fit_stem, parsed_path
+from pipeline.formats.archive_names import (
+    ARCHIVE_RE, NAME_MAX, NameTooLong, choose_archive_name, fit_stem, parsed_path,
+)
 from pipeline.formats.manifest import session_manifest
 from pipeline.formats.parsed import render_parsed
 from pipeline.fsutil import atomic_write, copy_file, human_minute, now_local, sha256_file
@@ -61,6 +63,17 @@ def _reusable_copy(ctx: RunContext, folder: Path, stem: str, names: set[str]) ->
     return None
 
 
+def _parsed_rel(ctx: RunContext) -> str:
+    """``parsed/<name>.md``, shortened when too long; a document recorded before names
+    were shortened keeps its (fitting) full-length parsed file."""
+    entry = session_manifest(ctx.project).get(ctx.name)
+    legacy = f"parsed/{ctx.name}.md"
+    fits = len(legacy.rpartition("/")[2].encode("utf-8", "surrogateescape")) <= NAME_MAX
+    if fits and entry is not None and entry.get("parsed") == legacy:
+        return legacy
+    return parsed_path(ctx.name, ctx.ext)
+
+
 class ArchiveStage(Stage):
     name = "archive"
 
@@ -86,7 +99,7 @@ class ArchiveStage(Stage):
             ctx.archived = (folder / name).relative_to(project).as_posix()
             ctx.output(ctx.archived, "created")
         if ctx.parsed is not None:
-            parsed_rel = parsed_path(ctx.name, ctx.ext)
+            parsed_rel = _parsed_rel(ctx)
             target = project / parsed_rel
             existed = target.exists()
             text = render_parsed(

@@ -172,6 +172,28 @@ def test_a_255_byte_doc_converted_by_libreoffice_ends_done(tmp_path):
     _every_name_fits(project)
 
 
+def test_a_document_recorded_with_its_full_parsed_name_keeps_it(tmp_path):
+    """A stem of 235 bytes fitted before names were shortened: its next version keeps that parsed file."""
+    root = make_root(tmp_path)
+    project = root / "p"
+    stem = "a" * 235
+    _drop(project, {stem + ".md": "# One\n\nfirst\n"})
+    kbwatch("ingest", root=root, check=True)
+    manifest = read_manifest(project)
+    short = manifest["files"][0]["parsed"]
+    assert short != f"parsed/{stem}.md"
+    # what an older kbwatch recorded: the full-length parsed name
+    (project / short).rename(project / "parsed" / f"{stem}.md")
+    manifest["files"][0]["parsed"] = f"parsed/{stem}.md"
+    (project / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+    _drop(project, {stem + ".md": "# Two\n\nsecond\n"})
+    kbwatch("ingest", root=root, check=True)
+    entry = manifest_files(project)[stem]
+    assert entry["parsed"] == f"parsed/{stem}.md" and len(entry["versions"]) == 2
+    assert "second" in (project / entry["parsed"]).read_text(encoding="utf-8")
+    assert not (project / short).exists()
+
+
 def test_a_name_that_copies_a_shortened_one_is_refused(tmp_path):
     """A short name equal to a long one's shortened form cannot take over its parsed file."""
     root = make_root(tmp_path)

@@ -35,6 +35,16 @@ class KbwatchGroup(click.Group):
         except KbwatchError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(EXIT_FAILED)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # a bug: one line here, the traceback in the log file
+            from pipeline.logs import log_internal_error
+
+            path = log_internal_error(exc, f"kbwatch {ctx.invoked_subcommand or ''}".strip())
+            text = " ".join(str(exc).split())[:500]
+            where = f" (details in {path})" if path else ""
+            click.echo(f"Error: internal error: {type(exc).__name__}: {text}{where}", err=True)
+            ctx.exit(EXIT_FAILED)
 
 
 def root_options(fn):

@@ -2,7 +2,8 @@
 
 The shipped ``config/default.toml`` is the single declaration of every key:
 its value gives the default and the type. Overrides are validated against it;
-an unknown key or a wrong type raises :class:`ConfigError` naming the key.
+an unknown key or a wrong type raises :class:`ConfigError` naming the key, and
+so does a value its rule in :mod:`pipeline.config_rules` refuses.
 Tables under ``[stages.<name>]`` for stages the defaults do not know are free
 form (they belong to third-party stages).
 """
@@ -107,22 +108,29 @@ def merge(base: dict, override: dict, source: str, prefix: str = "") -> dict:
     return out
 
 
-def _check_values(settings: dict) -> None:
-    service = settings["service"]
-    for key in ("settle_seconds", "poll_interval_seconds", "rescan_seconds", "heartbeat_seconds"):
-        if service[key] < 0:
-            raise ConfigError(f"service.{key}: must not be negative")
-    if service["workers"] < 0:
-        raise ConfigError("service.workers: must be 0 (auto) or more")
-    if service["polling"] not in ("auto", True, False):
-        raise ConfigError('service.polling: expected "auto", true or false')
-    if settings["project"]["language"] not in ("zh", "en"):
-        raise ConfigError('project.language: expected "zh" or "en"')
-    parse = settings["stages"]["parse"]
-    if parse["isolate"] not in ("auto", True, False):
-        raise ConfigError('stages.parse.isolate: expected "auto", true or false')
-    if settings["retry"]["max_attempts"] < 1:
-        raise ConfigError("retry.max_attempts: must be at least 1")
+def _origin(dotted: str, overrides: list[tuple[str, dict]]) -> str:
+    """The file that set ``dotted`` last ("defaults" if none did)."""
+    for source, data in reversed(overrides):
+        node: Any = data
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            return source
+    return "defaults"
+
+
+def _check_values(settings: dict, overrides: list[tuple[str, dict]] | None = None) -> None:
+    """Every value against its rule in :mod:`pipeline.config_rules`; the first bad one raises."""
+    from pipeline.config_rules import normalise, problems
+
+    normalise(settings)
+    found = problems(settings)
+    if found:
+        key, value, allowed = found[0]
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        raise ConfigError(f"{key}: {allowed}; got {shown} (in {_origin(key, overrides or [])})")
 
 
 def load_settings(root: Path, config_file: Path | None = None) -> dict:
@@ -133,14 +141,16 @@ def load_settings(root: Path, config_file: Path | None = None) -> dict:
     """
     settings = load_defaults()
     files: list[str] = []
+    overrides: list[tuple[str, dict]] = []
     root_cfg = root / ROOT_CONFIG_NAME
     if root_cfg.is_file():
-        settings = merge(settings, _read_toml(root_cfg), str(root_cfg))
-        files.append(str(root_cfg))
+        overrides.append((str(root_cfg), _read_toml(root_cfg)))
     if config_file is not None:
-        settings = merge(settings, _read_toml(config_file), str(config_file))
-        files.append(str(config_file))
-    _check_values(settings)
+        overrides.append((str(config_file), _read_toml(config_file)))
+    for source, data in overrides:
+        settings = merge(settings, data, source)
+        files.append(source)
+    _check_values(settings, overrides)
     if settings["service"]["workers"] == 0:
         settings["service"]["workers"] = max(1, os.cpu_count() or 1)
     settings["_root"] = str(root)

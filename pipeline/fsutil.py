@@ -29,10 +29,21 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+TEMP_NAME_MAX = 255 - len(".") - len(".0123abcd.tmp")  # room for a target's name in its temp name
+
+
 def _temp_for(path: Path) -> Path:
-    """A hidden temp name next to ``path`` (its folder created), swept after a crash."""
+    """A hidden temp name next to ``path`` (its folder created), swept after a crash.
+
+    ``.<name>.<8 hex>.tmp`` (``pipeline.kb.TEMP_RE``); a name too long for the
+    255-byte limit is cut between UTF-8 characters (the hex keeps it unique).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    return path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    name = path.name
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) > TEMP_NAME_MAX:
+        name = raw[:TEMP_NAME_MAX].decode("utf-8", "ignore") or "x"
+    return path.with_name(f".{name}.{secrets.token_hex(4)}.tmp")
 
 
 def _discard(tmp: Path, dfd: int | None = None) -> None:

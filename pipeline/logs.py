@@ -1,8 +1,17 @@
-"""Logging with loguru: human lines to stderr, rotated files under <state_dir>/logs/."""
+"""Logging with loguru: human lines to stderr, rotated files under <state_dir>/logs/.
+
+The terminal gets one line per message, never a traceback: a logged
+exception shows as its message plus where the traceback went. Tracebacks go
+to the log file only, without the values of variables (``diagnose=False``)
+unless ``--verbose`` asks for them; with ``--verbose`` the terminal shows
+tracebacks too. :func:`log_internal_error` is how the CLI records a crash.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from loguru import logger
@@ -17,6 +26,60 @@ def reopen_log_file() -> None:
         setup_logging(*_last_setup[-1])
 
 
+_log_file: list[Path] = []  # the file sink's path, when there is one
+_verbose: list[bool] = [False]
+_settings: list[dict | None] = [None]  # the settings logging was set up with
+
+LOG_NAME = "kbwatch.log"
+FILE_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {process} | {message}"  # loguru adds the traceback
+
+
+def _terminal_format(record) -> str:
+    """One line: the message, and where its traceback is when one was logged."""
+    fmt = "<level>{level: <7}</level> {message}"
+    if record["exception"] is not None:
+        if _verbose[0]:
+            return fmt + "\n{exception}"
+        where = _log_file[0] if _log_file else None
+        record["extra"]["_traceback_in"] = f" (traceback in {where})" if where else ""
+        fmt += "{extra[_traceback_in]}"
+    return fmt + "\n"
+
+
+def _to_terminal(record) -> bool:
+    return not record["extra"].get("file_only")
+
+
+def current_log_file() -> Path | None:
+    """The log file this process writes, if any."""
+    return _log_file[0] if _log_file else None
+
+
+def log_file_for(settings: dict | None) -> Path:
+    """``<state_dir>/logs/kbwatch.log`` of these settings, or a file in the temp folder without them."""
+    if settings and "_root" in settings:
+        from pipeline.config import state_dir
+
+        return state_dir(settings) / "logs" / LOG_NAME
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"kbwatch-{uid}" / LOG_NAME
+
+
+def _file_sink(path: Path, level: str | int, rotation, retention, verbose: bool) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return logger.add(
+        path,
+        level=level,
+        rotation=rotation,
+        retention=retention,
+        enqueue=False,
+        encoding="utf-8",
+        format=FILE_FORMAT,
+        backtrace=verbose,
+        diagnose=verbose,
+    )
+
+
 def setup_logging(settings: dict | None, state: Path | None, verbose: bool = False, quiet: bool = False) -> None:
     _last_setup[:] = [(settings, state, verbose, quiet)]
     for handler_id in _configured:
@@ -25,6 +88,9 @@ def setup_logging(settings: dict | None, state: Path | None, verbose: bool = Fal
         except ValueError:
             pass
     _configured.clear()
+    _log_file.clear()
+    _verbose[0] = verbose
+    _settings[0] = settings
     try:
         logger.remove(0)
     except ValueError:
@@ -32,21 +98,37 @@ def setup_logging(settings: dict | None, state: Path | None, verbose: bool = Fal
     opts = (settings or {}).get("logging", {})
     level = "DEBUG" if verbose else ("ERROR" if quiet else opts.get("level", "INFO"))
     _configured.append(
-        logger.add(sys.stderr, level=level, format="<level>{level: <7}</level> {message}", colorize=None)
+        logger.add(sys.stderr, level=level, format=_terminal_format, filter=_to_terminal, colorize=None,
+                   backtrace=verbose, diagnose=verbose)
     )
     if state is not None:
+        path = state / "logs" / LOG_NAME
         try:
-            (state / "logs").mkdir(parents=True, exist_ok=True)
-            _configured.append(
-                logger.add(
-                    state / "logs" / "kbwatch.log",
-                    level=opts.get("file_level", "DEBUG"),
-                    rotation=opts.get("rotation", "10 MB"),
-                    retention=opts.get("retention", 10),
-                    enqueue=False,
-                    encoding="utf-8",
-                    format="{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {process} | {message}",
-                )
-            )
+            _configured.append(_file_sink(path, opts.get("file_level", "DEBUG"), opts.get("rotation", "10 MB"),
+                                          opts.get("retention", 10), verbose))
+            _log_file.append(path)
         except OSError as exc:
             logger.warning("cannot write logs under {}: {}", state, exc)
+
+
+def log_internal_error(exc: BaseException, what: str, settings: dict | None = None) -> Path | None:
+    """Write ``exc``'s traceback (no variable values) to the log file only; returns the file.
+
+    Uses this process's log file, else ``<state_dir>/logs/kbwatch.log`` of
+    ``settings``, else one in the temp folder. None if no file could be written.
+    """
+    path = current_log_file()
+    extra_sink = None
+    if path is None:
+        path = log_file_for(settings or _settings[0])
+        try:
+            extra_sink = _file_sink(path, "ERROR", "10 MB", 10, _verbose[0])
+        except (OSError, ValueError):
+            return None
+    try:
+        logger.bind(file_only=True).opt(exception=exc).error("internal error in {}: {}: {}", what,
+                                                            type(exc).__name__, exc)
+    finally:
+        if extra_sink is not None:
+            logger.remove(extra_sink)
+    return path

@@ -7,7 +7,8 @@ seconds and then ``-2``, ``-3``… when taken (DESIGN §2). A copy left by a run
 that crashed before its commit (same content, not in the manifest) is reused,
 so a re-run adds no second archive file. ``parsed/<name>.md`` is written
 atomically with its header comments (DESIGN §5), in parts: a large body is
-never copied into one more whole-file string.
+never copied into one more whole-file string. A name too long to take the
+timestamp is shortened for both (``pipeline.formats.archive_names``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import os
 from pathlib import Path
 
 from pipeline import hookimpl
-from pipeline.formats.archive_names import ARCHIVE_RE, choose_archive_name
+from pipeline.errors import PermanentError
+from pipeline.formats.archive_names import (
+    ARCHIVE_RE, NAME_MAX, NameTooLong, choose_archive_name, fit_stem, parsed_path,
+)
 from pipeline.formats.manifest import session_manifest
 from pipeline.bigtext import LARGE_CHARS, write_parts_atomic
 from pipeline.formats.parsed import render_parsed_parts
@@ -62,21 +66,36 @@ def _reusable_copy(ctx: RunContext, folder: Path, stem: str, names: set[str]) ->
     return None
 
 
+def _parsed_rel(ctx: RunContext) -> str:
+    """``parsed/<name>.md``, shortened when too long; a document recorded before names
+    were shortened keeps its (fitting) full-length parsed file."""
+    entry = session_manifest(ctx.project).get(ctx.name)
+    legacy = f"parsed/{ctx.name}.md"
+    fits = len(legacy.rpartition("/")[2].encode("utf-8", "surrogateescape")) <= NAME_MAX
+    if fits and entry is not None and entry.get("parsed") == legacy:
+        return legacy
+    return parsed_path(ctx.name, ctx.ext)
+
+
 class ArchiveStage(Stage):
     name = "archive"
 
     def run(self, ctx: RunContext) -> str | None:
         project = ctx.project.path
         sub, _, stem = ctx.name.rpartition("/")
+        try:
+            short = fit_stem(stem, ctx.ext)  # a name too long for a timestamp is shortened
+        except NameTooLong as exc:
+            raise PermanentError(str(exc), reason="name too long") from None
         folder = project / "archive" / sub if sub else project / "archive"
         when = now_local(ctx.settings["stages"]["archive"]["timezone"])
-        names = _listing(ctx, folder).setdefault(stem, set())
-        reused = _reusable_copy(ctx, folder, stem, names)
+        names = _listing(ctx, folder).setdefault(short, set())
+        reused = _reusable_copy(ctx, folder, short, names)
         if reused:
             ctx.archived = reused
             ctx.output(reused, "unchanged")
         else:
-            name = choose_archive_name(folder, stem, ctx.ext, when, taken=names)
+            name = choose_archive_name(folder, short, ctx.ext, when, taken=names)
             # fsync'd with the commit, before any source leaves
             if ctx.content is not None:  # the snapshot that was hashed and parsed
                 link_or_copy(ctx.content, folder / name)
@@ -87,7 +106,7 @@ class ArchiveStage(Stage):
             ctx.archived = (folder / name).relative_to(project).as_posix()
             ctx.output(ctx.archived, "created")
         if ctx.parsed is not None:
-            parsed_rel = f"parsed/{ctx.name}.md"
+            parsed_rel = _parsed_rel(ctx)
             target = project / parsed_rel
             existed = target.exists()
             parts = render_parsed_parts(

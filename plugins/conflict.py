@@ -4,6 +4,9 @@
   extensions are both refused (``conflict``), until one is renamed.
 - A file whose name is already in the manifest with another extension is
   refused (``conflict``), until it is renamed or the old document removed.
+- A file whose shortened parsed name (see ``pipeline.formats.archive_names``)
+  is already another document's is refused (``conflict``): names ending in
+  ``~<8 hex>`` are the only ones that can meet that way.
 - A file named ``data_structure.*`` is refused: that name is kbwatch's
   navigation file in every parsed/ folder.
 - A file whose SHA-256 equals the latest archived version of its name is a
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from pipeline import hookimpl
 from pipeline.errors import Outcome, StopRun
+from pipeline.formats.archive_names import SHORTENED_RE, NameTooLong, parsed_path
 from pipeline.formats.manifest import session_manifest
 from pipeline.sources import is_ignored, split_name
 from pipeline.stage import RunContext, Stage
@@ -47,6 +51,24 @@ def _siblings(ctx: RunContext) -> dict[str, list[str]]:
     return by_stem
 
 
+def _refuse_taken_parsed_name(ctx: RunContext, manifest) -> None:
+    """Refuse a name whose (shortened) parsed path another document already has."""
+    try:
+        parsed = parsed_path(ctx.name, ctx.ext)
+    except NameTooLong:
+        return  # the archive stage reports it
+    if not SHORTENED_RE.search(parsed.removesuffix(".md")):
+        return
+    for other in manifest.active_files():
+        if other["parsed"] == parsed and other["name"] != ctx.name:
+            raise StopRun(
+                Outcome.CONFLICT,
+                f"{ctx.filename} would become {parsed}, which already holds the document "
+                f"{other['name']!r}; rename {ctx.filename}",
+                blocked_by=[parsed],
+            )
+
+
 class ConflictStage(Stage):
     name = "conflict"
 
@@ -69,6 +91,7 @@ class ConflictStage(Stage):
                 blocked_by=blocked,
             )
         manifest = session_manifest(ctx.project)
+        _refuse_taken_parsed_name(ctx, manifest)
         entry = manifest.get(ctx.name)
         if entry is not None and not entry.get("removed"):
             if entry["ext"].lower() != ctx.ext.lower():

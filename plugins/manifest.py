@@ -7,6 +7,7 @@ commit (atomically), before any source leaves sources/.
 from __future__ import annotations
 
 from pipeline import hookimpl
+from pipeline.formats.archive_names import parsed_path
 from pipeline.formats.manifest import defer_manifest_write, session_manifest
 from pipeline.fsutil import iso_minute, now_local
 from pipeline.stage import RunContext, Stage
@@ -23,7 +24,7 @@ class ManifestStage(Stage):
         when = iso_minute(now_local(ctx.settings["stages"]["archive"]["timezone"]))
         existed = (ctx.project.path / "manifest.json").exists()
         event = manifest.add_version(
-            ctx.name, ctx.ext, ctx.parsed_path or f"parsed/{ctx.name}.md", ctx.archived, ctx.sha256, when
+            ctx.name, ctx.ext, ctx.parsed_path or parsed_path(ctx.name, ctx.ext), ctx.archived, ctx.sha256, when
         )
         if event in ("new", "version"):
             ctx.event = event

@@ -14,6 +14,9 @@ Each extension calls its own partitioner (``partition_docx``,
 - .eml/.msg: ``process_attachments=False``; From/To/Cc/Subject/Date at the top,
   attachment names listed (not parsed).
 - .rtf/.odt/.epub need pandoc (``pypandoc-binary`` ships it).
+- A file name near the 255-byte limit is handed to the partitioner as a copy
+  named ``document<ext>``: LibreOffice and pandoc write ``<stem>.docx`` next to
+  a conversion, which would not fit.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import email
 import io
 import email.policy
 import shutil
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from pipeline import hookimpl
@@ -160,7 +165,8 @@ def kb_parse(path, ext, settings):
     if ext == ".docx":
         kwargs["include_page_breaks"] = True
     try:
-        elements = fn(**kwargs)
+        with _short_named(kwargs, ext):
+            elements = fn(**kwargs)
     except StageError:
         raise
     except (PermissionError, BlockingIOError) as exc:
@@ -185,6 +191,27 @@ def kb_parse(path, ext, settings):
     return ParsedDocument(
         markdown=body, parser="unstructured", title=title, locations="page" if pages else None, warnings=warnings
     )
+
+
+CONVERSION_NAME_MAX = 200  # bytes: a converter adds its own extension to the stem
+
+
+@contextmanager
+def _short_named(kwargs: dict, ext: str):
+    """Point ``kwargs["filename"]`` at a short-named copy while a long-named file is partitioned."""
+    filename = kwargs.get("filename")
+    if filename is None or len(Path(filename).name.encode("utf-8", "surrogateescape")) <= CONVERSION_NAME_MAX:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="kbwatch-name-") as tmp:
+        short = Path(tmp) / f"document{ext}"
+        shutil.copyfile(filename, short)
+        kwargs["filename"] = str(short)
+        kwargs.setdefault("metadata_filename", Path(filename).name)
+        try:
+            yield
+        finally:
+            kwargs["filename"] = filename
 
 
 def _classify(path: Path, ext: str, exc: Exception) -> PermanentError:

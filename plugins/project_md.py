@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from pipeline import hookimpl
+from pipeline.formats.archive_names import parsed_path
 from pipeline.formats.parsed import strip_header
 from pipeline.formats.project_md import defer_project_md_write, session_project_md
 from pipeline.fsutil import human_minute, now_local
@@ -51,7 +52,7 @@ class ProjectMdStage(Stage):
         pm = session_project_md(ctx.project)
         when = human_minute(now_local(ctx.settings["stages"]["archive"]["timezone"]))
         summary = ctx.summary or (one_line_summary(ctx.parsed.markdown) if ctx.parsed else "")
-        parsed = ctx.parsed_path or f"parsed/{ctx.name}.md"
+        parsed = ctx.parsed_path or parsed_path(ctx.name, ctx.ext)
         pm.upsert_row(ctx.name, parsed, ctx.archived, summary)
         pm.add_log(when, "version" if ctx.event == "version" else "new", file=ctx.source_rel.removeprefix("sources/"))
         existed = (ctx.project.path / "project.md").exists()

@@ -180,3 +180,58 @@ def test_review_during_a_burst_is_kept(tmp_path, service):
         _assert_consistent(root)
     _assert_overlapped()
     svc.terminate()
+
+
+HOLDER = """\
+import fcntl, json, os, sys, time
+from pathlib import Path
+from pipeline.project_lock import ProjectFileLock
+
+project, state, hold, out = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3]), Path(sys.argv[4])
+lock = ProjectFileLock(project, state)
+lock.acquire()
+Path(str(out) + ".held").write_text("held")
+turn = os.open(lock._turn_path, os.O_RDWR)
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:  # until the command waits (holding the turnstile while it waits for the lock)
+    try:
+        fcntl.flock(turn, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(turn, fcntl.LOCK_UN)
+        time.sleep(0.05)
+    except BlockingIOError:
+        break
+time.sleep(hold)
+lock.release()
+lock.acquire()  # at once, as a service committing a burst does
+manifest = json.loads((project / "manifest.json").read_text(encoding="utf-8"))
+out.write_text(json.dumps({f["name"]: bool(f.get("removed")) for f in manifest["files"]}))
+lock.release()
+"""
+
+
+def test_a_waiting_command_goes_before_the_holders_next_turn(tmp_path):
+    """Another process (standing in for the service) holds the project's lock
+    until ``kbwatch remove`` has waited 2.5 s, and re-takes it the moment it
+    lets go: the command says once that it waits, and runs before the
+    holder's next turn (the turnstile; plain flock lets the holder win)."""
+    root = make_root(tmp_path, projects=("p",))
+    project = root / "p"
+    _write(project, "keep.md", "# keep\n\nkept\n")
+    _write(project, "gone.md", "# gone\n\nto be removed\n")
+    kbwatch("ingest", "p", root=root, check=True)
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER, encoding="utf-8")
+    out = tmp_path / "holder.json"
+    holder = subprocess.Popen([sys.executable, str(script), str(project), str(root / ".kbwatch"), "2.5", str(out)],
+                              cwd=str(REPO), env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    try:
+        wait_for(lambda: Path(str(out) + ".held").exists(), 60, "the holder to take the lock")
+        result = kbwatch("remove", "p", "gone", root=root)
+        assert result.returncode == 0, result.stderr
+        assert holder.wait(timeout=60) == 0
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+    assert result.stderr.count("waiting for the running service to commit p…") == 1, result.stderr
+    seen = json.loads(out.read_text(encoding="utf-8"))
+    assert seen == {"keep": False, "gone": True}, "the holder's next turn came before the waiting command"

@@ -6,11 +6,17 @@ deferred. ``commit()`` makes them durable (temp + fsync + rename), in
 registration order, after fsync'ing the new archive and parsed files. Only
 then does the runner remove sources. Many runs can share one commit, so a
 project with 10,000 documents does not rewrite manifest.json per file.
+
+The session holds the project's file lock (:mod:`pipeline.project_lock`)
+from ``hold_files()`` (the runner calls it when a run enters its serial
+stages, or parks) until ``release_files()`` after the commit. Whenever it
+re-takes the lock after someone else held it, what it cached from the
+project's files is dropped and read again (``cached_work`` state, the
+session's own pending work, is kept).
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
 import threading
@@ -19,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from pipeline.fsutil import atomic_write_many
+from pipeline.project_lock import ProjectFileLock, project_file_lock  # noqa: F401  (project_file_lock: re-exported)
 
 SOURCES = "sources"
 PROJECT_DIRS = ("sources", "parsed", "archive", "runs")
@@ -94,28 +101,13 @@ def refused_projects(root: Path) -> list[tuple[str, str]]:
     return out
 
 
-@contextmanager
-def project_file_lock(project: Path, state: Path) -> Iterator[None]:
-    """Serialise writers of one project's files across processes (the service,
-    ``remove``, ``rebuild``, ``review``) with an flock in the state dir."""
-    locks = state / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    safe = project.name.encode("utf-8", "surrogateescape").hex()[:200]
-    fd = os.open(locks / f"{safe}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells a changed file: an atomic rename by another process always changes the inode."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return None
-    return (st.st_mtime_ns, st.st_size)
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 class ProjectSession:
@@ -128,6 +120,8 @@ class ProjectSession:
         self.settings = settings
         self.lock = threading.RLock()
         self._cache: dict[str, Any] = {}
+        self._kept: set[str] = set()  # cache keys that are this session's own pending work
+        self._file_lock = ProjectFileLock(path, state) if state is not None else None
         self._writes: dict[str, Callable[[], str | bytes]] = {}
         self._callbacks: dict[str, Callable[[], None]] = {}
         self._durable: set[Path] = set()
@@ -145,6 +139,12 @@ class ProjectSession:
             self._cache[key] = loader()
         return self._cache[key]
 
+    def cached_work(self, key: str, loader: Callable[[], Any]) -> Any:
+        """Like :meth:`cached` for the session's own pending work (not read from
+        the project's files): kept when another process wrote the project."""
+        self._kept.add(key)
+        return self.cached(key, loader)
+
     def cached_file(self, relpath: str, loader: Callable[[], Any]) -> Any:
         """Like :meth:`cached` for the in-memory form of a project file.
 
@@ -161,6 +161,27 @@ class ProjectSession:
             hit = (stamp, loader())
             self._cache[key] = hit
         return hit[1]
+
+    # -- the project's file lock ----------------------------------------------
+    def hold_files(self) -> None:
+        """Hold the project's file lock from now until :meth:`release_files` (call under ``self.lock``).
+
+        Call it before reading project state that will be written back. If
+        someone else held the lock since this session last did, everything
+        cached from the project's files is dropped, to be read again.
+        """
+        lock = self._file_lock
+        if lock is None or lock.held:
+            return
+        if lock.acquire():
+            for key in list(self._cache):
+                if key not in self._kept and key.removeprefix("file:") not in self._writes:
+                    del self._cache[key]
+
+    def release_files(self) -> None:
+        """Let other writers in, unless writes are still pending (call under ``self.lock``)."""
+        if self._file_lock is not None and self._file_lock.held and not self.has_pending():
+            self._file_lock.release()
 
     def forget(self, key: str | None = None) -> None:
         if key is None:
@@ -203,7 +224,10 @@ class ProjectSession:
         durable, self._durable = sorted(self._durable), set()
         written = []
         writes, self._writes = self._writes, {}
-        with project_file_lock(self.path, self.state) if self.state else _nolock():
+        took = self._file_lock is not None and not self._file_lock.held
+        if took:  # a caller that did not hold the files: hold them for the write
+            self._file_lock.acquire()
+        try:
             # new copies (archive, parsed) and the project files' new contents
             # are synced in one round; only then are the project files replaced
             atomic_write_many([(self.path / rel, render()) for rel, render in writes.items()], durable)
@@ -212,6 +236,9 @@ class ProjectSession:
                 key = f"file:{rel}"
                 if key in self._cache:
                     self._cache[key] = (_stamp(self.path / rel), self._cache[key][1])
+        finally:
+            if took:
+                self._file_lock.release()
         callbacks, self._callbacks = self._callbacks, {}
         for key, cb in callbacks.items():
             try:

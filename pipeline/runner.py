@@ -304,6 +304,7 @@ class Runner:
                             idle = session.active == 0
                         if idle and session.pending_runs:
                             self.flush(session)
+                        session.release_files()  # a run that ended without a commit
                     self._release(job)
 
     # -- one run -----------------------------------------------------------
@@ -380,6 +381,7 @@ class Runner:
                 if not concurrent and not held:
                     session.lock.acquire()
                     held = True
+                    session.hold_files()  # held until the commit: no one writes the project meanwhile
                 elif concurrent and held:
                     session.lock.release()
                     held = False
@@ -442,6 +444,7 @@ class Runner:
     def _park(self, session: ProjectSession, run: FinishedRun) -> bool:
         """Hand the finished run to its project; commit when the batch is due."""
         with session.lock:
+            session.hold_files()
             if run.ctx is None:
                 run.ctx = _bare_context(run, session, self.settings, self.plugins, self.journal)
             for stage in self.stages:
@@ -524,11 +527,13 @@ class Runner:
 
     def flush(self, session: ProjectSession) -> None:
         """Commit a project's pending runs (call under ``session.lock``)."""
+        session.hold_files()
         runs, session.pending_runs = session.pending_runs, []
         session.first_pending_at = None
         try:
             self._commit_runs(session, runs)
         finally:
+            session.release_files()  # written: a waiting command may change the project now
             for run in runs:
                 self._release(run.job)  # committed (or given up): the file may be queued again
 

@@ -138,12 +138,12 @@ _SUMMARIES: dict[str, tuple[tuple, tuple[str, str, int, str]]] = {}
 
 
 def _stamps(p: Path) -> tuple:
-    """(mtime_ns, size) of manifest.json and project.md: what a project's row depends on."""
+    """(inode, mtime_ns, size) of manifest.json and project.md: what a project's row depends on."""
     out = []
     for name in ("manifest.json", "project.md"):
         try:
             st = (p / name).stat()
-            out.append((st.st_mtime_ns, st.st_size))
+            out.append((st.st_ino, st.st_mtime_ns, st.st_size))
         except FileNotFoundError:
             out.append(None)
     return tuple(out)

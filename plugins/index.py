@@ -21,18 +21,22 @@ from plugins._navigation import index_max_chars, open_index, project_purpose, re
 
 
 def _flush(session, settings) -> None:
-    pending = session.cached("index.pending", dict)
+    pending = session.cached_work("index.pending", dict)
     if not pending:
         return
+    manifest = session_manifest(session)
     idx = open_index(settings)
     with idx.batch():
-        for prepared in pending.values():
+        for rel, prepared in pending.items():
+            entry = manifest.get(rel.removeprefix("parsed/").removesuffix(".md"))
+            if entry is not None and entry.get("removed"):  # `kbwatch remove` ran since it was prepared
+                continue
             idx.upsert_prepared(session.name, prepared)
     pending.clear()
 
 
 def _navigation(session, settings) -> None:
-    folders = session.cached("index.folders", set)
+    folders = session.cached_work("index.folders", set)
     manifest, pm = session_manifest(session), session_project_md(session)
     sizes = session.cached("index.sizes", dict)
     write_folder_files(session.path, set(folders), manifest, project_purpose(pm, manifest), sizes)
@@ -68,9 +72,9 @@ class IndexStage(Stage):
         prepared = open_index(settings).prepare_document(rel, document_title(text, rel.rsplit("/", 1)[-1][:-3]), text)
         size = ctx.stash.get("archive.parsed_bytes")
         with session.lock:
-            session.cached("index.pending", dict)[rel] = prepared
+            session.cached_work("index.pending", dict)[rel] = prepared
             session.cached("index.sizes", dict)[rel] = size if size is not None else len(text.encode("utf-8"))
-            session.cached("index.folders", set).add(ctx.name.rpartition("/")[0])
+            session.cached_work("index.folders", set).add(ctx.name.rpartition("/")[0])
             session.defer("index", lambda: _flush(session, settings))
             session.after_commit("index.navigation", lambda: _navigation(session, settings))
         return None
@@ -114,19 +118,22 @@ def kb_register_commands(cli):
 
         Example: kbwatch index rebuild
         """
+        from pipeline.config import state_dir
         from pipeline.formats.manifest import Manifest
         from pipeline.formats.project_md import ProjectMd
+        from pipeline.project_lock import project_file_lock, say_waiting
 
         kb = open_kb(root, config_file, log_files=False)
         idx = open_index(kb.settings)
         for project in kb.projects(list(names) or None):
-            idx.remove_project(project.name)
-            counts = idx.sync_project(project.name, project)
-            manifest = Manifest.load(project / "manifest.json", project.name, "")
-            pm = ProjectMd.load(project / "project.md", project.name, kb.settings["project"]["language"])
-            folders = {p.parent.relative_to(project / "parsed").as_posix().strip(".")
-                       for p in (project / "parsed").rglob("*.md")}
-            write_folder_files(project, folders | {""}, manifest, project_purpose(pm, manifest))
+            with project_file_lock(project, state_dir(kb.settings), on_wait=say_waiting(project)):
+                idx.remove_project(project.name)
+                counts = idx.sync_project(project.name, project)
+                manifest = Manifest.load(project / "manifest.json", project.name, "")
+                pm = ProjectMd.load(project / "project.md", project.name, kb.settings["project"]["language"])
+                folders = {p.parent.relative_to(project / "parsed").as_posix().strip(".")
+                           for p in (project / "parsed").rglob("*.md")}
+                write_folder_files(project, folders | {""}, manifest, project_purpose(pm, manifest))
             click.echo(f"{project.name}: {counts['indexed']} document(s) indexed")
         write_root_file(kb.root, kb.settings)
         kb.close()

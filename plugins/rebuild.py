@@ -21,38 +21,44 @@ from pipeline.config import state_dir
 from pipeline.formats.manifest import Manifest
 from pipeline.formats.project_md import LOG_VERBS, ProjectMd, session_project_md
 from pipeline.fsutil import atomic_write, new_run_id, sha256_file
-from pipeline.project import ProjectSession, project_file_lock
+from pipeline.project import ProjectSession
+from pipeline.project_lock import project_file_lock, say_waiting
 from pipeline.stage import RunContext, Stage
 
 
 def rebuild_project(project: Path, settings: dict, plugins, journal) -> dict:
-    """Regenerate project.md; returns the compile-run record written."""
-    with project_file_lock(project, state_dir(settings)):
-        manifest = Manifest.load(project / "manifest.json", project.name, "")
-        pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
-        documents, inputs = [], []
-        for entry in manifest.active_files():
-            path = project / entry["parsed"]
-            if not path.is_file():
-                continue
-            documents.append({
-                "name": entry["name"], "ext": entry["ext"], "parsed": entry["parsed"],
-                "archived": entry["versions"][-1]["archived"] if entry["versions"] else "",
-                "text": path.read_text(encoding="utf-8", errors="replace"),
-            })
-            inputs.append({"path": entry["parsed"], "sha256": sha256_file(path)})
-        result = plugins.hook.kb_summarize(project=project.name, documents=documents,
-                                           settings={**settings, "project": {**settings["project"], "language": pm.language}})
-        pm.set_section("overview", [result["overview"]])
-        pm.set_section("key_points", [f"- {p}" for p in result["key_points"]] or ["-"])
-        pm.rows = {}
-        for d in documents:
-            pm.upsert_row(d["name"], d["parsed"], d["archived"], result["summaries"].get(d["name"], ""))
-        when = (manifest.data.get("last_ingest") or manifest.data.get("created_at") or "").replace("T", " ")
-        line = "- " + when + ": " + LOG_VERBS[pm.language]["rebuild"].format(count=len(documents))
-        if not pm.log or pm.log[-1] != line:
-            pm.log.append(line)
-        atomic_write(project / "project.md", pm.render())
+    """Regenerate project.md under the project's file lock; returns the compile-run record written."""
+    with project_file_lock(project, state_dir(settings), on_wait=say_waiting(project)):
+        return rebuild_project_locked(project, settings, plugins, journal)
+
+
+def rebuild_project_locked(project: Path, settings: dict, plugins, journal) -> dict:
+    """:func:`rebuild_project` for a caller that holds the project's file lock (the service's session)."""
+    manifest = Manifest.load(project / "manifest.json", project.name, "")
+    pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
+    documents, inputs = [], []
+    for entry in manifest.active_files():
+        path = project / entry["parsed"]
+        if not path.is_file():
+            continue
+        documents.append({
+            "name": entry["name"], "ext": entry["ext"], "parsed": entry["parsed"],
+            "archived": entry["versions"][-1]["archived"] if entry["versions"] else "",
+            "text": path.read_text(encoding="utf-8", errors="replace"),
+        })
+        inputs.append({"path": entry["parsed"], "sha256": sha256_file(path)})
+    result = plugins.hook.kb_summarize(project=project.name, documents=documents,
+                                       settings={**settings, "project": {**settings["project"], "language": pm.language}})
+    pm.set_section("overview", [result["overview"]])
+    pm.set_section("key_points", [f"- {p}" for p in result["key_points"]] or ["-"])
+    pm.rows = {}
+    for d in documents:
+        pm.upsert_row(d["name"], d["parsed"], d["archived"], result["summaries"].get(d["name"], ""))
+    when = (manifest.data.get("last_ingest") or manifest.data.get("created_at") or "").replace("T", " ")
+    line = "- " + when + ": " + LOG_VERBS[pm.language]["rebuild"].format(count=len(documents))
+    if not pm.log or pm.log[-1] != line:
+        pm.log.append(line)
+    atomic_write(project / "project.md", pm.render())
     from plugins.knowledge import write_knowledge
 
     pending = len(journal.pending_findings(project.name)) if journal is not None else 0
@@ -83,16 +89,16 @@ class RebuildStage(Stage):
         if every <= 0:
             return "disabled"
         done = session_project_md(ctx.project).ingests_since_rebuild()  # counted in the plain file
-        if done < every or ctx.project.cached("rebuild.scheduled", lambda: [False])[0]:
+        if done < every or ctx.project.cached_work("rebuild.scheduled", lambda: [False])[0]:
             return f"{done}/{every}"
         session, settings, plugins, journal = ctx.project, ctx.settings, ctx.plugins, ctx.journal
-        flag = session.cached("rebuild.scheduled", lambda: [False])
+        flag = session.cached_work("rebuild.scheduled", lambda: [False])
         flag[0] = True
 
         def later():
             flag[0] = False
             session.forget("file:project.md")
-            rebuild_project(session.path, settings, plugins, journal)
+            rebuild_project_locked(session.path, settings, plugins, journal)  # the session holds the lock
 
         session.after_commit("rebuild", later)
         return "rebuild after commit"

@@ -20,7 +20,8 @@ from pipeline.errors import ConfigError
 from pipeline.formats.manifest import Manifest
 from pipeline.formats.project_md import ProjectMd
 from pipeline.fsutil import atomic_write, human_minute, iso_minute, new_run_id, now_local
-from pipeline.project import ProjectSession, project_file_lock
+from pipeline.project import ProjectSession
+from pipeline.project_lock import project_file_lock, say_waiting
 from plugins._navigation import open_index, project_purpose, write_folder_files, write_root_file
 
 
@@ -35,27 +36,32 @@ def _resolve(manifest: Manifest, doc: str) -> dict:
 
 
 def remove_document(kb, project: Path, doc: str) -> dict:
+    """Remove ``doc`` holding the project's file lock for the whole change (one writer per project)."""
+    with project_file_lock(project, state_dir(kb.settings), on_wait=say_waiting(project)):
+        return _remove_locked(kb, project, doc)
+
+
+def _remove_locked(kb, project: Path, doc: str) -> dict:
     settings = kb.settings
-    with project_file_lock(project, state_dir(settings)):
-        manifest = Manifest.load(project / "manifest.json", project.name, iso_minute(now_local()))
-        entry = _resolve(manifest, doc)
-        name = entry["name"]
-        manifest.mark_removed(name, iso_minute(now_local()))
-        outputs = []
-        parsed = project / entry["parsed"]
-        if parsed.exists():
-            parsed.unlink()
-            outputs.append({"path": entry["parsed"], "operation": "deleted"})
-            folder = parsed.parent
-            while folder != project / "parsed" and not any(folder.iterdir()):
-                folder.rmdir()
-                folder = folder.parent
-        pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
-        pm.remove_row(name)
-        pm.add_log(human_minute(now_local()), "removed", file=f"{name}{entry['ext']}")
-        atomic_write(project / "manifest.json", manifest.dumps())
-        atomic_write(project / "project.md", pm.render())
-        outputs += [{"path": "manifest.json", "operation": "updated"}, {"path": "project.md", "operation": "updated"}]
+    manifest = Manifest.load(project / "manifest.json", project.name, iso_minute(now_local()))
+    entry = _resolve(manifest, doc)
+    name = entry["name"]
+    manifest.mark_removed(name, iso_minute(now_local()))
+    outputs = []
+    parsed = project / entry["parsed"]
+    if parsed.exists():
+        parsed.unlink()
+        outputs.append({"path": entry["parsed"], "operation": "deleted"})
+        folder = parsed.parent
+        while folder != project / "parsed" and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
+    pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
+    pm.remove_row(name)
+    pm.add_log(human_minute(now_local()), "removed", file=f"{name}{entry['ext']}")
+    atomic_write(project / "manifest.json", manifest.dumps())
+    atomic_write(project / "project.md", pm.render())
+    outputs += [{"path": "manifest.json", "operation": "updated"}, {"path": "project.md", "operation": "updated"}]
     kb.journal.supersede_findings(project.name, name)
     idx = open_index(settings)
     idx.remove_document(project.name, entry["parsed"])

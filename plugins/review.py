@@ -16,7 +16,18 @@ from pipeline.reviews import load_decisions, save_decisions
 
 
 def decide(kb, project, ids: list[int], decision: str, all_pending: bool = False) -> list[dict]:
-    """Record ``decision`` for findings (by journal id) of ``project``; returns them."""
+    """Record ``decision`` for findings (by journal id) of ``project``; returns them.
+
+    reviews.json, the journal and KNOWLEDGE.md change under the project's
+    file lock (one writer per project)."""
+    from pipeline.config import state_dir
+    from pipeline.project_lock import project_file_lock, say_waiting
+
+    with project_file_lock(project, state_dir(kb.settings), on_wait=say_waiting(project)):
+        return _decide_locked(kb, project, ids, decision, all_pending)
+
+
+def _decide_locked(kb, project, ids: list[int], decision: str, all_pending: bool) -> list[dict]:
     from pipeline.errors import ConfigError
 
     journal = kb.journal

@@ -100,7 +100,8 @@ def test_nested_folders_keep_their_path(project):
     names = {f["name"]: f for f in read_manifest(project)["files"]}
     assert set(names) == {"team/a/notes", "team/b/notes"}
     assert names["team/a/notes"]["versions"][0]["archived"].startswith("archive/team/a/notes_")
-    assert not (project / "sources" / "team").exists()  # emptied sub-folders are pruned
+    assert (project / "sources" / "team" / "a").is_dir()  # sub-folders are the users': kept, even emptied
+    assert not any(p.is_file() for p in (project / "sources").rglob("*"))
 
 
 def test_unusual_file_names(project):

@@ -345,7 +345,7 @@ class WatchService:
                     next_flush = now + svc["commit_interval_seconds"]
                 if now >= next_beat:
                     if self.state_guard is not None:
-                        self.state_guard.check()  # the state dir deleted or replaced: put it back
+                        self.state_guard.check_soon()  # the state dir deleted or replaced: put it back
                     self.heartbeat()
                     next_beat = now + svc["heartbeat_seconds"]
                     # parse workers hold ~250 MB each: an idle service gives that back

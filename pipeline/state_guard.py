@@ -1,6 +1,6 @@
 """A running service puts its state dir back when it is deleted or replaced under it.
 
-Checked at each heartbeat (pipeline.service): the state dir, the pid file
+Checked at each heartbeat, in a background thread (pipeline.service): the state dir, the pid file
 ``watch.lock``, the ``busy`` marker, the journal and the search index. The
 journal and index are written back from the live databases the service still
 has open (SQLite's online backup, nothing lost); a journal that is unusable
@@ -12,6 +12,7 @@ root directory itself holds throughout (pipeline.service.ServiceLock).
 from __future__ import annotations
 
 import os
+import threading
 
 from loguru import logger
 
@@ -20,6 +21,25 @@ class StateGuard:
     def __init__(self, kb, lock):
         self.kb = kb
         self.lock = lock
+        self._running = threading.Lock()
+
+    def check_soon(self) -> None:
+        """Run :meth:`check` in a background thread (one at a time).
+
+        The service's main loop beats the heartbeat and takes new files; the
+        check may wait for the journal or index while a large commit holds
+        them, so it never runs in that loop.
+        """
+        if not self._running.acquire(blocking=False):
+            return  # the previous check is still going
+
+        def run() -> None:
+            try:
+                self.check()
+            finally:
+                self._running.release()
+
+        threading.Thread(target=run, name="kbwatch-state-guard", daemon=True).start()
 
     def check(self) -> list[str]:
         """Restore whatever of the state dir went missing; returns what was restored."""

@@ -208,6 +208,8 @@ class SearchIndex:
         import os
         from datetime import datetime, timezone
 
+        if _file_identity(self.path) == self._identity:
+            return False  # the common case: checked without waiting for a commit holding the lock
         with self._lock:
             if self._db is None or _file_identity(self.path) == self._identity:
                 return False

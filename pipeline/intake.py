@@ -4,13 +4,14 @@ A file in ``sources/`` belongs to whoever can write to the shared folder; it
 can be replaced by a link to any file between two reads. So a run opens the
 source exactly once, without following a link at any step
 (:func:`pipeline.confine.open_file`), checks with ``fstat`` that it is a
-regular file, and copies what it reads into ``<state>/intake/<run id>/<name>``
+regular file, and copies what it reads into ``<state>/intake/<folder>/<name>``
+(one folder per runner thread, which runs one file at a time)
 while hashing it, in one pass. Every stage then works on that snapshot: what
 was hashed is what gets parsed and archived (the archive stage hard-links it).
 The source's identity (device, inode, size, mtime) is kept so that the
 runner removes the source only if it is still that very file.
 
-The snapshot folder is removed when the run ends; ``KnowledgeBase.recover``
+The snapshot is removed when the run ends; ``KnowledgeBase.recover``
 sweeps ``<state>/intake/`` after a crash.
 """
 
@@ -96,6 +97,18 @@ def _copy(fd: int, snapshot: Path, st: os.stat_result) -> tuple[str, int]:
     return h.hexdigest(), copied
 
 
-def discard(folder: Path) -> None:
-    """Remove a run's snapshot folder (never raises)."""
-    shutil.rmtree(folder, ignore_errors=True)
+def discard(folder: Path, keep_folder: bool = False) -> None:
+    """Remove a snapshot and its folder, or only the snapshot (never raises).
+
+    The folder holds one file: unlink it (and remove the folder); anything
+    unexpected falls back to ``rmtree``.
+    """
+    try:
+        for entry in os.scandir(folder):
+            os.unlink(entry.path)
+        if not keep_folder:
+            os.rmdir(folder)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -42,6 +42,7 @@ from pipeline.stage import RunContext
 from pipeline.workers import WorkerPool
 
 RETRYABLE_IN_RUN = 3  # quick attempts inside one run before the journal takes over
+REFUSAL_RECHECK_SECONDS = 1.0
 _CHECKPOINT_SEEN: dict[str, int] = {}
 _PAUSE_AT = os.environ.get("KBWATCH_TEST_PAUSE")  # read once: checkpoints sit on the hot path
 _PAUSE_SECONDS = float(os.environ.get("KBWATCH_TEST_PAUSE_SECONDS") or 0)
@@ -138,6 +139,7 @@ class Runner:
         self.plugins = plugins
         self.journal = journal
         self.stages = plugins.configured_stages()
+        self._refusals: dict[str, tuple[float, str | None]] = {}
         self.intake = state_dir(settings) / "intake"  # private snapshots of the files being run
         self._sessions: dict[str, ProjectSession] = {}
         self._sessions_lock = threading.Lock()
@@ -308,6 +310,20 @@ class Runner:
                     self._release(job)
 
     # -- one run -----------------------------------------------------------
+    def _project_refusal(self, project: Path) -> str | None:
+        """``project_refusal``, looked at most every ``REFUSAL_RECHECK_SECONDS`` per project.
+
+        It is a courtesy check (a clear reason, once, for a linked project
+        folder); containment itself never depends on it: every read, write and
+        unlink below the root walks its folders without following links.
+        """
+        now = time.monotonic()
+        key = str(project)
+        hit = self._refusals.get(key)
+        if hit is None or now - hit[0] >= REFUSAL_RECHECK_SECONDS:
+            hit = self._refusals[key] = (now, project_refusal(project))
+        return hit[1]
+
     def process(self, job: Job) -> bool:
         """Run the stages for one file; True when a run was parked for commit."""
         session = self.session(job.project)
@@ -317,7 +333,7 @@ class Runner:
         name, ext = split_name(display_path(job.rel))
         run_id = new_run_id("ingest")
         started = utc_iso()
-        refused_project = project_refusal(project)
+        refused_project = self._project_refusal(project)
         if refused_project:  # containment: nothing is read or written in a refused project
             self.journal.event(project.name, source_rel, "refused", f"project refused: {refused_project}")
             return False
@@ -334,7 +350,9 @@ class Runner:
                 outcome="failed", message=refusal, error=refusal, reason="refused", retryable=False,
                 blocked_by=[], stage_rows=[], sha256=None, **base))
             return True
-        snapshot_dir = self.intake / run_id
+        # one snapshot folder per runner thread (a thread runs one file at a time): no folder
+        # is made and removed per file, which costs more than the copy on a busy disk
+        snapshot_dir = self.intake / f"thread-{threading.get_ident()}"
         try:
             taken = _retry_transient(lambda: _take(source, snapshot_dir), self.settings)
         except FileNotFoundError:
@@ -426,7 +444,7 @@ class Runner:
                         logger.exception("cleanup of stage {} failed", stage.name)
             if held:
                 session.lock.release()
-            intake.discard(snapshot_dir)
+            intake.discard(snapshot_dir, keep_folder=True)
         if reason_word == "shutdown":  # abandoned cleanly: nothing was written, the file stays
             self.journal.delete_run(run_id)
             return False

@@ -281,11 +281,17 @@ def retry(run_ids, all_failed, root, config_file):
         if row is None:
             raise ConfigError(f"no such run: {rid}")
         rows.append(row)
+    marked = 0
     for row in rows:
-        kb.journal.update_run(row["run_id"], outcome="failed", retryable=1, attempts=0, next_attempt_at=0.0,
-                              blocked_by=None)
+        if row["outcome"] not in ("failed", "conflict"):
+            click.echo(f"nothing to retry: {row['project']}/{row['source']} ({row['run_id']}) ended {row['outcome']}")
+            continue
+        # the outcome and its reason stay as recorded (a conflict stays a conflict); the file is
+        # simply eligible again, and its next run records what happens then
+        kb.journal.update_run(row["run_id"], retryable=1, attempts=0, next_attempt_at=0.0)
+        marked += 1
         click.echo(f"will retry {row['project']}/{row['source']} ({row['run_id']})")
-    click.echo(f"{len(rows)} run(s) marked for retry")
+    click.echo(f"{marked} run(s) marked for retry")
     kb.close()
 
 

@@ -232,10 +232,10 @@ class Journal:
         return rows[0] if rows else None
 
     def due_retries(self, now: float, max_attempts: int) -> list[dict]:
-        """Latest runs that failed transiently and whose backoff has passed."""
+        """Latest runs that failed transiently (or that ``retry`` marked) and whose backoff has passed."""
         sql = (
             "select * from runs where rowid in (select max(rowid) from runs group by project, source) "
-            "and outcome = 'failed' and retryable = 1 and coalesce(next_attempt_at, 0) <= ? "
+            "and outcome in ('failed', 'conflict') and retryable = 1 and coalesce(next_attempt_at, 0) <= ? "
             "and coalesce(attempts, 0) < ?"
         )
         with self._lock:

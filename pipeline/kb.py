@@ -151,6 +151,8 @@ class KnowledgeBase:
                 return None, f"retry due in {last['next_attempt_at'] - now:.0f} s"
             return attempts + 1, ""
         if outcome == "conflict":
+            if last["retryable"]:  # `kbwatch retry` asked for another look
+                return 1, ""
             blocked = json.loads(last["blocked_by"] or "[]")
             if not blocked or any(os.path.lexists(project / b) for b in blocked):
                 return None, "conflict unresolved"

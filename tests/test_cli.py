@@ -105,3 +105,24 @@ def test_retry_makes_a_failed_file_eligible(root, cli):
     (root / "p" / "sources" / "x.md").write_text("now with text\n")
     assert ingest(root)[0] == {"done": 1}
     assert cli("retry", "ingest-nope").exit_code == 2
+
+
+def test_retry_keeps_a_conflict_a_conflict_with_its_reason(root, cli):
+    """`retry --failed` once turned conflicts into reason-less failures (found by bench/soak.py)."""
+    cli("init", "p")
+    (root / "p" / "sources" / "x.md").write_text("one\n")
+    (root / "p" / "sources" / "x.txt").write_text("two\n")
+    assert ingest(root)[0] == {"conflict": 2}
+    assert cli("retry", "--failed").exit_code == 0
+    rows = json.loads(cli("runs", "--json").output)
+    assert {r["outcome"] for r in rows} == {"conflict"}
+    assert all("rename one of them" in (r["error"] or "") for r in rows)
+    assert ingest(root)[0] == {"conflict": 2}  # looked at again; still a conflict, recorded as one
+    latest = json.loads(cli("runs", "--json", "--limit", "2").output)
+    assert {r["outcome"] for r in latest} == {"conflict"} and all(r["error"] for r in latest)
+    assert ingest(root)[0] == {}  # and not retried again until something changes
+    (root / "p" / "sources" / "x.txt").unlink()
+    assert ingest(root)[0] == {"done": 1}
+    done = [r for r in json.loads(cli("runs", "--json").output) if r["outcome"] == "done"][0]
+    result = cli("retry", done["run_id"])
+    assert result.exit_code == 0 and "nothing to retry" in result.output and "0 run(s) marked" in result.output

@@ -29,6 +29,7 @@ from watchdog.observers.polling import PollingObserver
 
 from pipeline.errors import ConfigError
 from pipeline.fsutil import display_path
+from pipeline.heap import trim as trim_heap
 from pipeline.kb import KnowledgeBase
 from pipeline.project import discover_projects, refused_projects
 from pipeline.runner import Runner
@@ -347,6 +348,7 @@ class WatchService:
                     if self.state_guard is not None:
                         self.state_guard.check_soon()  # the state dir deleted or replaced: put it back
                     self.heartbeat()
+                    trim_heap()  # memory freed after a large document goes back to the OS
                     next_beat = now + svc["heartbeat_seconds"]
                     # parse workers hold ~250 MB each: an idle service gives that back
                     self.runner.reap_idle_workers(svc["worker_idle_seconds"])

@@ -62,17 +62,32 @@ def kb_stages() -> list[Any]:
 def kb_parse(path: Path, ext: str, settings: Settings) -> ParsedDocument | None:
     """Parse one file into Markdown.
 
-    Stops at first non-None result. kbwatch calls implementations in order of
-    the priority their plugin declares for ``ext`` (``kb_parser_info``; higher
-    first, ties go to third-party plugins), so a plugin takes over an extension
-    by claiming it with a higher priority than the built-in parser.
+    Called only for the plugins that claim ``ext`` in ``kb_parser_info``, in
+    the order of the priority each declares for it (higher first, ties go to
+    third-party plugins), so a plugin takes over an extension by claiming it
+    with a higher priority than the built-in parser. Stops at the first
+    non-None result. Before any parser runs, the core has checked the
+    extension claim and the size bound (``[stages.parse] max_file_mb``); a
+    parser need not check either. After it, the core applies the ``no text``
+    rule (:mod:`pipeline.text_presence`). Hook wrappers (``hookwrapper`` or
+    ``wrapper``) wrap every parse; ``tryfirst``/``trylast`` on a parser do not
+    change its place (the declared priority does). The call runs in a parse
+    worker process when ``[stages.parse] isolate`` says so (``"auto"``: unless
+    the parser declares ``inprocess``), else in a runner thread, possibly
+    concurrently with other parses.
 
-    :param path: the file to read (a regular file inside the KB root).
+    :param path: the file to read (a private snapshot of the source, or the
+        file ``kbwatch scan`` was given); a :class:`pathlib.Path`.
     :param ext: its lower-cased extension including the dot (``".pdf"``).
     :param settings: the resolved configuration.
-    :returns: a :class:`pipeline.model.ParsedDocument`, or None for "not mine".
-        Raise :class:`pipeline.errors.PermanentError` (corrupt, encrypted, not
-        text...) or :class:`pipeline.errors.TransientError` (locked...) to fail.
+    :returns: a :class:`pipeline.model.ParsedDocument` (``parser`` defaults to
+        the claiming ``ParserInfo.name``), or None for "not mine": the next
+        claiming parser tries. Raise :class:`pipeline.errors.PermanentError`
+        (corrupt, encrypted, not text...) or
+        :class:`pipeline.errors.TransientError` (locked...) to fail; raise
+        :class:`pipeline.parsing.ParseAs` (``".pptx"``) when the file is
+        really of another format, and the core parses it again as that. Any
+        other exception fails the file as ``parser error``.
     """
 
 

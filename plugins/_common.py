@@ -1,6 +1,9 @@
 """Helpers shared by the parser plugins (no hooks here).
 
-Owns: reading parse options from the settings dict, the size bound, container
+The core checks the extension claim and the size bound before a parser runs
+(:mod:`pipeline.parsing`); nothing here repeats them.
+
+Owns: reading parse options from the settings dict, container
 checks done *before* a library opens a file (zip-bomb limits, DTD/entity
 rejection in OOXML/ODF/EPUB parts, encrypted or legacy OLE files under an
 OOXML name), text decoding with BOM / strict UTF-8 / charset-normalizer, and
@@ -51,28 +54,6 @@ def option(settings: Any, key: str) -> Any:
     if isinstance(default, (int, float)) and not isinstance(value, (int, float)):
         return default
     return value
-
-
-def check_size(path: Path, settings: Any) -> int:
-    size = Path(path).stat().st_size
-    limit = option(settings, "max_file_mb")
-    if limit and size > limit * 1024 * 1024:
-        raise PermanentError(
-            f"{Path(path).name} is {size / 1048576:.1f} MB, above max_file_mb = {limit}",
-            reason="too large",
-        )
-    return size
-
-
-def claim(path, ext: str | None, extensions, settings: Any) -> tuple[Path, str] | None:
-    """The opening of every parser's ``kb_parse``: None when ``ext`` is not one of
-    ``extensions`` ("not mine"), else ``(path, ext)`` after the size bound."""
-    ext = (ext or Path(path).suffix).lower()
-    if ext not in extensions:
-        return None
-    path = Path(path)
-    check_size(path, settings)
-    return path, ext
 
 
 def head(path: Path, n: int = 8) -> bytes:

@@ -22,7 +22,7 @@ from pipeline import hookimpl
 from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import claim, option
+from plugins._common import option
 from plugins._ocr import Ocr, ocr_available, ocr_image, ocr_missing
 
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".heic", ".heif")
@@ -51,10 +51,6 @@ def kb_worker_preload(settings):
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    claimed = claim(path, ext, EXTENSIONS, settings)
-    if claimed is None:
-        return None
-    path, ext = claimed
     if not ocr_available(settings):
         reason = "unsupported" if not option(settings, "ocr") else "missing program"
         raise PermanentError(f"images are read with OCR, and {ocr_missing(settings)}", reason=reason)

@@ -26,7 +26,7 @@ from pipeline import hookimpl
 from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import claim, head, md_table, option
+from plugins._common import head, md_table, option
 from plugins._ocr import clean_text as clean
 from plugins._ocr import ocr_image
 
@@ -51,10 +51,6 @@ def kb_worker_preload(settings):
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    claimed = claim(path, ext, (".pdf",), settings)
-    if claimed is None:
-        return None
-    path, ext = claimed
     if b"%PDF" not in head(path, 1024):
         raise PermanentError(f"{path.name} is not a PDF (no %PDF header)", reason="corrupt")
     import pypdfium2 as pdfium

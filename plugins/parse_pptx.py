@@ -16,7 +16,7 @@ from pipeline import hookimpl
 from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import claim, check_zip_container, md_table
+from plugins._common import check_zip_container, md_table
 
 EXTENSIONS = (".pptx", ".pptm")
 _GENERIC_TITLES = {"", "powerpoint presentation", "presentation", "powerpoint-präsentation", "演示文稿", "幻灯片 1"}
@@ -43,10 +43,6 @@ def kb_worker_preload(settings):
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    claimed = claim(path, ext, EXTENSIONS, settings)
-    if claimed is None:
-        return None
-    path, ext = claimed
     check_zip_container(path, settings, "pptx")
     from pptx import Presentation
 

@@ -27,7 +27,7 @@ from pipeline.bigtext import LARGE_CHARS, newline_bounds
 from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import claim, decode_bytes, fenced, md_table
+from plugins._common import decode_bytes, fenced, md_table
 
 TEXT_EXTS = (".md", ".markdown", ".txt", ".text", ".log", ".rst", ".org")
 TABLE_EXTS = (".csv", ".tsv")
@@ -51,10 +51,6 @@ def kb_parser_info():
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    claimed = claim(path, ext, EXTENSIONS, settings)
-    if claimed is None:
-        return None
-    path, ext = claimed
     text, encoding = decode_bytes(path.read_bytes(), path.name)  # the bytes are freed on return
     text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")  # no copy when nothing changes
     large = len(text) > LARGE_CHARS

@@ -14,6 +14,8 @@ Each extension calls its own partitioner (``partition_docx``,
 - .eml/.msg: ``process_attachments=False``; From/To/Cc/Subject/Date at the top,
   attachment names listed (not parsed).
 - .rtf/.odt/.epub need pandoc (``pypandoc-binary`` ships it).
+- A .ppt (or .doc) that is really a ZIP file: a .ppt is handed to whichever parser
+  takes .pptx (``raise ParseAs(".pptx")``: the core dispatches it), a .doc is read as .docx.
 - A file name near the 255-byte limit is handed to the partitioner as a copy
   named ``document<ext>``: LibreOffice and pandoc write ``<stem>.docx`` next to
   a conversion, which would not fit.
@@ -32,8 +34,9 @@ from pathlib import Path
 from pipeline import hookimpl
 from pipeline.errors import PermanentError, StageError, TransientError
 from pipeline.model import ParsedDocument, ParserInfo
+from pipeline.parsing import ParseAs
 
-from plugins._common import OLE_MAGIC, ZIP_MAGIC, claim, check_zip_container, decode_bytes, head
+from plugins._common import OLE_MAGIC, ZIP_MAGIC, check_zip_container, decode_bytes, head
 
 ZIPPED = {".docx": "docx", ".odt": "odt", ".epub": "epub"}
 PANDOC = (".odt", ".rtf", ".epub")
@@ -129,16 +132,10 @@ def kb_worker_started(settings):
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    claimed = claim(path, ext, EXTENSIONS, settings)
-    if claimed is None:
-        return None
-    path, ext = claimed
     if ext in LEGACY:  # a new-format or RTF file saved under the old name
         magic = head(path, 8)
         if magic.startswith(ZIP_MAGIC) and ext == ".ppt":
-            from plugins import parse_pptx
-
-            return parse_pptx.kb_parse(path, ".pptx", settings)
+            raise ParseAs(".pptx")  # the core hands it to the parser that takes .pptx
         if magic.startswith(ZIP_MAGIC):
             ext = ".docx"
         elif magic.startswith(b"{\\rtf"):

@@ -23,7 +23,7 @@ from pipeline import hookimpl
 from pipeline.errors import PermanentError
 from pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import OLE_MAGIC, claim, check_zip_container, head, md_table, option
+from plugins._common import OLE_MAGIC, check_zip_container, head, md_table, option
 
 EXTENSIONS = (".xlsx", ".xlsm", ".xls")
 
@@ -48,10 +48,6 @@ def kb_worker_preload(settings):
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    claimed = claim(path, ext, EXTENSIONS, settings)
-    if claimed is None:
-        return None
-    path, ext = claimed
     limit = option(settings, "max_table_rows")
     magic = head(path, 8)
     if ext == ".xls" and magic == OLE_MAGIC:

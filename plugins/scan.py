@@ -144,31 +144,27 @@ def _iter_files(paths, patterns):
             yield p
 
 
-def scan_paths(kb, paths, pool=None):
-    """Yield ``(path, findings, error)`` for every file under ``paths``."""
+def scan_paths(kb, paths, offload=None):
+    """Yield ``(path, findings, error)`` for every file under ``paths``.
+
+    Each file is parsed by :func:`pipeline.parsing.parse_document`, the parse
+    path of ``ingest`` and ``watch`` (the same bounds, parsers and
+    ``[stages.parse] isolate``: ``offload`` runs a parse in a worker process),
+    except that an empty file or one without text is a clean result here.
+    """
     import os
 
     from pipeline.errors import StageError
     from pipeline.model import ParsedDocument
-    from pipeline.parsing import choose_parser, parse_file, parse_in_worker
+    from pipeline.parsing import parse_document
 
     settings = kb.settings
-    opts = settings["stages"]["parse"]
     for path in _iter_files(paths, settings["ignore"]["patterns"]):
         if os.path.islink(path) or not path.is_file():
             yield path, [], "not a regular file (symbolic links are not followed)"
             continue
-        ext = path.suffix
         try:
-            if path.stat().st_size > opts["max_file_mb"] * 1048576:
-                raise StageError(f"over the {opts['max_file_mb']} MB limit", reason="too large")
-            info = choose_parser(kb.plugins, ext)
-            if info is None:
-                raise StageError(f"unsupported file type {ext or '(no extension)'}", reason="unsupported")
-            if pool is not None and not info.inprocess:
-                doc = pool.call(parse_in_worker, str(path), ext, settings, timeout=opts["timeout_seconds"] or None)
-            else:
-                doc = parse_file(kb.plugins, path, ext, settings)
+            doc = parse_document(kb.plugins, path, path.suffix, settings, offload=offload, text_required=False)
         except StageError as exc:
             yield path, [], exc.message
             continue
@@ -201,10 +197,10 @@ def kb_register_commands(cli):
         from pipeline.workers import WorkerPool
 
         kb = open_kb(root, config_file, quiet=as_json, log_files=False)
-        pool = WorkerPool(1, memory_mb=kb.settings["stages"]["parse"]["memory_mb"])
+        pool = WorkerPool(1, memory_mb=kb.settings["stages"]["parse"]["memory_mb"])  # started on first use
         worst, errors = -1, 0
         try:
-            for path, findings, error in scan_paths(kb, paths, pool):
+            for path, findings, error in scan_paths(kb, paths, pool.call):
                 for f in findings:
                     worst = max(worst, SEVERITY_RANK[f.severity])
                 errors += bool(error)

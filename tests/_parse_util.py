@@ -5,6 +5,7 @@ Not a conftest (that belongs to the core); imported by tests/test_parse_*.py.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 import zlib
@@ -25,20 +26,30 @@ def modules():
     return [importlib.import_module(f"plugins.{name}") for name in PARSER_MODULES]
 
 
-def parse(path, settings=None, ext=None):
-    """What the core does: kb_parse of the claiming parsers by priority, first non-None."""
-    path = Path(path)
-    ext = (ext or path.suffix).lower()
-    claims = []
+@functools.lru_cache(maxsize=1)
+def parsers():
+    """A plugin set holding only the built-in parsers (no stages, scanners or entry points)."""
+    import pluggy
+
+    from pipeline import PROJECT_NAME, hookspecs
+    from pipeline.plugins import PluginSet
+
+    pm = pluggy.PluginManager(PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    ps = PluginSet(pm=pm, settings={})
     for mod in modules():
-        for info in mod.kb_parser_info():
-            if ext in info.extensions or "*" in info.extensions:
-                claims.append((info.priority, mod))
-    for _, mod in sorted(claims, key=lambda c: -c[0]):
-        doc = mod.kb_parse(path=path, ext=ext, settings=settings or {})
-        if doc is not None:
-            return doc
-    raise PermanentError(f"no parser for {ext or 'files without an extension'}", reason="unsupported")
+        pm.register(mod, name=mod.__name__)
+        ps.builtin.append(mod.__name__)
+    return ps
+
+
+def parse(path, settings=None, ext=None):
+    """What the core does (pipeline.parsing.parse_file): the size bound, then kb_parse of
+    the parsers claiming the extension by priority, first non-None."""
+    from pipeline.parsing import parse_file
+
+    path = Path(path)
+    return parse_file(parsers(), path, (ext or path.suffix).lower(), settings or {})
 
 
 def _pdf(objects: list[bytes]) -> bytes:

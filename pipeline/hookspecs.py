@@ -11,10 +11,36 @@ Lifecycle of one file (one event = one file = one run)::
     for each stage in [pipeline] stages:
         stage.run(ctx)               the parse stage calls kb_parse,
                                      the scan stage calls kb_scan
+    stage.finish(ctx, outcome, msg) every finished run, before its commit
     kb_run_finished(run)             after the run record is durable
 
 ``kb_summarize`` is called by ``kbwatch rebuild`` (and the ``rebuild`` stage).
 ``kb_register_commands`` is called once when the CLI starts.
+
+Threads and processes (what an implementation must tolerate)::
+
+    hook                  may run concurrently   may run in a worker process
+    kb_stages             no (once per manager)  no
+    kb_parser_info        no (once per manager)  yes (each worker builds its own manager)
+    kb_parse              yes                    yes, when the parser is isolated
+    kb_worker_started     no (once per worker)   only there
+    kb_worker_preload     no                     no (its modules are imported there)
+    kb_scan               yes                    no
+    kb_summarize          yes (other projects)   no
+    kb_run_finished       yes (other projects)   no
+    kb_register_commands  no                     no
+
+"Concurrently" means from several runner threads of one process at once
+(``[service] workers`` + 1 threads and one large-text thread, plus short-lived
+commit threads): stages marked ``concurrent`` (parse, scan, index) run
+outside the project's lock, so their hooks may run for several files of the
+same project at once; the other stages, and the commit that calls
+``kb_run_finished``, run one at a time per project but for several projects
+at once. Keep per-run state in the arguments (or the run context), not in
+module globals. An isolated parser (``[stages.parse] isolate``, ``"auto"``:
+every parser that is not ``inprocess``) runs in a parse worker process, which
+loads the plugins itself from the same settings: there ``kb_parse`` gets a
+path and settings only, and must return something picklable.
 """
 
 from __future__ import annotations
@@ -44,8 +70,10 @@ def kb_stages() -> list[Any]:
     """Contribute pipeline stages.
 
     Each stage object SHALL have a ``name`` (str) and a ``run(ctx)`` method and
-    MAY have ``able_to_run(ctx) -> bool``, ``cleanup(ctx)`` and
-    ``concurrent: bool`` (see :class:`pipeline.stage.Stage`). The TOML list
+    MAY have ``able_to_run(ctx) -> bool``, ``cleanup(ctx)``,
+    ``finish(ctx, outcome, message)`` and ``concurrent: bool`` (see
+    :class:`pipeline.stage.Stage`; one stage object serves every run, from
+    several threads at once). The TOML list
     ``[pipeline] stages`` picks and orders stages by name; a stage that is
     contributed but not listed never runs.
 
@@ -102,7 +130,7 @@ def kb_parser_info() -> list[Any]:
 
 @hookspec
 def kb_worker_started(settings: Settings) -> None:
-    """Called once in each parse worker process when it starts.
+    """Called once in each parse worker process when it starts (only there).
 
     Import heavy parser stacks (or parse a tiny sample) here so the first real
     file a worker gets does not pay for them. Exceptions are ignored: warming
@@ -122,6 +150,8 @@ def kb_worker_preload(settings: Settings) -> list[str] | None:
     module names whose import does the warm-up (they must not need settings).
     The long-running service spawns its workers instead (no template process
     stays resident); ``kb_worker_started`` runs in every worker either way.
+    The hook itself is called once, in the runner's process, when the worker
+    pool is made; the modules it names are imported in the template process.
 
     :param settings: the resolved configuration.
     """
@@ -135,6 +165,9 @@ def kb_worker_preload(settings: Settings) -> list[str] | None:
 @hookspec
 def kb_scan(document: ParsedDocument, settings: Settings) -> list[Finding] | None:
     """Scan parsed text for risks. Every scanner contributes.
+
+    Called by the ``scan`` stage, a ``concurrent`` stage: several runner
+    threads may call it at once (for files of the same project too).
 
     :param document: the parsed document (``document.markdown`` is the text
         that will be published to ``parsed/``).
@@ -173,7 +206,10 @@ def kb_summarize(project: str, documents: list[dict], settings: Settings) -> dic
 def kb_run_finished(run: RunRecord) -> None:
     """Called after each run's record is durable (notifications, metrics).
 
-    Exceptions raised here are logged and never fail the run.
+    Exceptions raised here are logged and never fail the run. Called by the
+    commit, in the thread that commits the run's batch (a runner thread, a
+    timed commit thread or the main thread at stop): one batch at a time per
+    project, but several projects may commit at once.
 
     :param run: the finished run (outcome, status, paths, findings).
     """

@@ -280,6 +280,14 @@ class Journal:
                 "update findings set current = 0 where project = ? and document = ?", [project, document]
             )
 
+    def supersede_documents(self, project: str, documents: list[str]) -> None:
+        """Findings of older versions of these documents stop counting (one transaction)."""
+        if not documents:
+            return
+        with self.transaction() as db:
+            for document in documents:
+                db.execute("update findings set current = 0 where project = ? and document = ?", [project, document])
+
     # -- events and service ------------------------------------------------
     def event(self, project: str, path: str, kind: str, detail: str = "") -> None:
         with self._lock:

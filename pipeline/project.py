@@ -132,6 +132,18 @@ class ProjectSession:
         self.first_pending_at: float | None = None
         self.last_commit_seconds = 0.0
 
+    # -- runs in flight (the runner's bookkeeping) -----------------------------
+    def enter(self) -> None:
+        """A run of this project was queued (never waits for a commit: ``count_lock`` only)."""
+        with self.count_lock:
+            self.active += 1
+
+    def leave(self) -> bool:
+        """A run of this project ended or was parked; True when none is left (the project is idle)."""
+        with self.count_lock:
+            self.active -= 1
+            return self.active == 0
+
     # -- cached state --------------------------------------------------------
     def cached(self, key: str, loader: Callable[[], Any]) -> Any:
         """Per-project state a stage keeps in memory until the next commit and beyond."""

@@ -8,6 +8,8 @@ A stage (contributed through ``kb_stages``):
 - MAY implement ``able_to_run(ctx) -> bool``; a stage that cannot run is
   skipped with a log line and recorded as ``skipped``.
 - MAY implement ``cleanup(ctx)``; it is ALWAYS called once ``run`` was called.
+- MAY implement ``finish(ctx, outcome, message)``: the place to act on how a
+  run ended, whatever stage ended it (see "finish" below).
 - MAY set ``concurrent = True`` when ``run`` only reads the source and writes
   to ``ctx`` (parse, scan); such stages run outside the per-project commit
   lock, so several files are parsed at once. Other stages run serially per
@@ -23,6 +25,28 @@ The runner:
 - calls stages in configured order; stops at the first StopRun or error;
 - calls ``cleanup`` in ``finally``;
 - records per stage: status, duration in ms and error, in the journal.
+
+Threads: one stage object serves every run. ``concurrent`` stages run for
+several files at once, of the same project too; the others run one file at
+a time per project (under the project's lock, with the project's file lock
+held until the commit), but for several projects at once. Keep per-run state
+on ``ctx`` (``ctx.stash``) and per-project state on the session
+(``ctx.project.cached``...), never on the stage object.
+
+finish: when a run is over and handed to its project's commit
+(:meth:`pipeline.commit.Committer.park`), ``finish(ctx, outcome, message)``
+of EVERY configured stage that has one is called, in configured order, under
+the project's lock with its file lock held, before the run joins the batch.
+It is called for every run that will be committed, whatever ended it:
+``done``, ``duplicate``, ``conflict`` or ``failed``, including a stage that
+did not run or was skipped, and a file refused before any stage ran (its
+``ctx`` then has no ``content`` and no ``offload``). It is not called when
+nothing is committed (the project refused, the file vanished, a run
+abandoned at shutdown). ``message`` is the run's message (for ``failed``,
+the error). What ``finish`` defers on the session (``defer_write``,
+``after_commit``) goes into the same commit as the run: ``project_md`` logs
+conflicts and failures there, ``knowledge`` refreshes KNOWLEDGE.md once the
+batch is in the journal. Exceptions are logged and ignored.
 """
 
 from __future__ import annotations

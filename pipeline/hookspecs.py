@@ -15,6 +15,19 @@ Lifecycle of one file (one event = one file = one run)::
 
 ``kb_summarize`` is called by ``kbwatch rebuild`` (and the ``rebuild`` stage).
 ``kb_register_commands`` is called once when the CLI starts.
+
+Commands that change a project outside an ingest run (``review``, ``rebuild``,
+``remove``) do not import the plugins that keep derived files; they announce
+the change and each plugin reacts::
+
+    kb_document_removed(project, name, parsed, ...)   `kbwatch remove`, after
+                                                      manifest.json and project.md
+    kb_project_changed(project, reason, ...)          after any such change
+
+Both are called with the project's file lock held (one writer per project,
+``pipeline.project_lock``); an implementation writes only the files it owns
+and never takes that lock again. A plugin that is disabled simply does not
+react, so its files are left as they are.
 """
 
 from __future__ import annotations
@@ -161,6 +174,43 @@ def kb_run_finished(run: RunRecord) -> None:
     Exceptions raised here are logged and never fail the run.
 
     :param run: the finished run (outcome, status, paths, findings).
+    """
+
+
+@hookspec
+def kb_document_removed(project: Path, name: str, parsed: str, settings: Settings, journal: Any) -> list[str] | None:
+    """``kbwatch remove`` took document ``name`` out of ``project``.
+
+    Called once manifest.json (entry marked ``removed``) and project.md (row
+    gone) are written and the document's findings superseded, before
+    :func:`kb_project_changed`. The built-in ``index`` plugin drops the
+    document from the search index and rewrites the data_structure.md files.
+
+    :param project: the project folder.
+    :param name: the document name (``sub/技术方案``).
+    :param parsed: its project-relative parsed path (``parsed/sub/技术方案.md``),
+        already deleted.
+    :param settings: the resolved configuration.
+    :param journal: the :class:`pipeline.journal.Journal`.
+    :returns: project-relative paths written (for the run record), or None.
+    """
+
+
+@hookspec
+def kb_project_changed(project: Path, reason: str, settings: Settings, journal: Any) -> list[str] | None:
+    """A command changed ``project`` outside an ingest run; refresh derived files.
+
+    ``reason`` is ``"review"`` (a finding approved or rejected), ``"rebuild"``
+    (project.md regenerated) or ``"remove"`` (a document removed). The
+    built-in ``knowledge`` plugin rewrites KNOWLEDGE.md (its status and
+    description). During ingest runs the stages keep their files current
+    themselves; this hook is not called then.
+
+    :param project: the project folder.
+    :param reason: what changed (see above).
+    :param settings: the resolved configuration.
+    :param journal: the :class:`pipeline.journal.Journal` (pending findings).
+    :returns: project-relative paths written (for the run record), or None.
     """
 
 

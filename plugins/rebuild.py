@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from pipeline import hookimpl
-from pipeline.config import state_dir
+from pipeline.config import stage_options, state_dir
 from pipeline.formats.manifest import Manifest
 from pipeline.formats.project_md import LOG_VERBS, ProjectMd, session_project_md
 from pipeline.fsutil import atomic_write, new_run_id, sha256_file
@@ -84,7 +84,7 @@ class RebuildStage(Stage):
     name = "rebuild"
 
     def run(self, ctx: RunContext) -> str | None:
-        every = int(ctx.settings["stages"].get("rebuild", {}).get("every_n_ingests", 0) or 0)
+        every = int(stage_options(ctx.settings, "rebuild")["every_n_ingests"] or 0)
         if every <= 0:
             return "disabled"
         done = session_project_md(ctx.project).ingests_since_rebuild()  # counted in the plain file

@@ -386,14 +386,42 @@ def doctor(as_json, root, config_file):
 # -- entry point ---------------------------------------------------------------
 
 
-def _register_plugin_commands() -> None:
-    from pipeline.config import load_defaults
-    from pipeline.plugins import build_plugin_manager
+def _option_value(argv: list[str], name: str) -> str | None:
+    """The value of ``--name X`` / ``--name=X`` in ``argv`` (the last one wins, as in click)."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg[len(name) + 1:]
+    return value
+
+
+def _command_settings(argv: list[str]) -> dict:
+    """The settings the command line will run with (``--root``, ``--config``, kbwatch.toml),
+    so that ``[pipeline] disable`` and ``plugins`` decide which commands exist; the defaults
+    when they cannot be read (the command itself then reports the configuration error)."""
+    from pipeline.config import load_defaults, load_settings
 
     try:
+        config = _option_value(argv, "--config")
+        return load_settings(resolve_root(_option_value(argv, "--root")), Path(config) if config else None)
+    except Exception:
         settings = load_defaults()
         settings["_root"] = os.getcwd()
-        ps = build_plugin_manager(settings)
+        return settings
+
+
+def _register_plugin_commands(argv: list[str]) -> None:
+    from pipeline.plugins import build_plugin_manager
+
+    settings = _command_settings(argv)
+    try:
+        try:
+            ps = build_plugin_manager(settings)
+        except ConfigError:  # e.g. a [pipeline] plugins entry that does not load: the command says so
+            settings["pipeline"]["plugins"] = []
+            ps = build_plugin_manager(settings)
         ps.hook.kb_register_commands(cli=cli)
     except Exception as exc:  # a broken plugin must not take the CLI down
         logger.error("plugin commands could not be registered: {}", exc)
@@ -402,17 +430,21 @@ def _register_plugin_commands() -> None:
 _registered = False
 
 
-def get_cli() -> click.Group:
-    """The CLI group with plugin commands registered (once per process)."""
+def get_cli(argv: list[str] | None = None) -> click.Group:
+    """The CLI group with plugin commands registered (once per process).
+
+    ``argv`` (the command line about to run) chooses the root and config files whose
+    ``[pipeline] plugins`` / ``disable`` decide which plugin commands exist; without
+    it, ``$KBWATCH_ROOT`` or the current directory."""
     global _registered
     if not _registered:
         _registered = True
-        _register_plugin_commands()
+        _register_plugin_commands(list(argv or []))
     return cli
 
 
 def main(argv: list[str] | None = None) -> None:
-    get_cli().main(args=argv, prog_name="kbwatch")
+    get_cli(sys.argv[1:] if argv is None else argv).main(args=argv, prog_name="kbwatch")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,11 +6,15 @@ an unknown key or a wrong type raises :class:`ConfigError` naming the key, and
 so does a value its rule in :mod:`pipeline.config_rules` refuses.
 Tables under ``[stages.<name>]`` for stages the defaults do not know are free
 form (they belong to third-party stages).
+
+Plugins read their options with :func:`stage_options` (the settings' table over
+its defaults from this one file): no plugin keeps a copy of a default.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import tomllib
 from pathlib import Path
@@ -47,6 +51,27 @@ def _read_toml(path: Path) -> dict:
 
 def load_defaults() -> dict:
     return _read_toml(DEFAULT_CONFIG)
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_defaults() -> dict:
+    return load_defaults()
+
+
+def stage_defaults(stage: str) -> dict:
+    """``[stages.<stage>]`` as declared in config/default.toml (empty for a third-party stage)."""
+    return copy.deepcopy(_shipped_defaults().get("stages", {}).get(stage, {}))
+
+
+def stage_options(settings: Any, stage: str) -> dict:
+    """``[stages.<stage>]`` of ``settings`` over its declared defaults; tolerant of odd
+    settings (a parser called with ``{}`` or None gets the defaults)."""
+    out = stage_defaults(stage)
+    if isinstance(settings, dict):
+        stages = settings.get("stages")
+        if isinstance(stages, dict) and isinstance(stages.get(stage), dict):
+            out.update(stages[stage])
+    return out
 
 
 def _type_ok(default: Any, value: Any) -> bool:

@@ -177,7 +177,7 @@ RULES: dict[str, Rule] = {
 FREE_FORM = {
     "ignore.patterns": "any fnmatch patterns",
     "pipeline.plugins": "checked when the plugins load",
-    "pipeline.disable": "plugin module names; an unknown name disables nothing",
+    "pipeline.disable": "plugin names as kbwatch plugins --all prints them (the dotted plugins.<name> also works); an unknown name disables nothing",
     "stages.parse.ocr": "true or false",
     "stages.scan.redact": "true or false",
     "stages.scan.allow_rules": "rule ids or patterns",

@@ -29,6 +29,8 @@ Threads and processes (what an implementation must tolerate)::
     kb_summarize          yes (other projects)   no
     kb_run_finished       yes (other projects)   no
     kb_register_commands  no                     no
+    kb_document_removed   no (one writer)        no
+    kb_project_changed    no (one writer)        no
 
 "Concurrently" means from several runner threads of one process at once
 (``[service] workers`` + 1 threads and one large-text thread, plus short-lived
@@ -41,6 +43,19 @@ module globals. An isolated parser (``[stages.parse] isolate``, ``"auto"``:
 every parser that is not ``inprocess``) runs in a parse worker process, which
 loads the plugins itself from the same settings: there ``kb_parse`` gets a
 path and settings only, and must return something picklable.
+
+Commands that change a project outside an ingest run (``review``, ``rebuild``,
+``remove``) do not import the plugins that keep derived files; they announce
+the change and each plugin reacts::
+
+    kb_document_removed(project, name, parsed, ...)   `kbwatch remove`, after
+                                                      manifest.json and project.md
+    kb_project_changed(project, reason, ...)          after any such change
+
+Both are called with the project's file lock held (one writer per project,
+``pipeline.project_lock``); an implementation writes only the files it owns
+and never takes that lock again. A plugin that is disabled simply does not
+react, so its files are left as they are.
 """
 
 from __future__ import annotations
@@ -212,6 +227,43 @@ def kb_run_finished(run: RunRecord) -> None:
     project, but several projects may commit at once.
 
     :param run: the finished run (outcome, status, paths, findings).
+    """
+
+
+@hookspec
+def kb_document_removed(project: Path, name: str, parsed: str, settings: Settings, journal: Any) -> list[str] | None:
+    """``kbwatch remove`` took document ``name`` out of ``project``.
+
+    Called once manifest.json (entry marked ``removed``) and project.md (row
+    gone) are written and the document's findings superseded, before
+    :func:`kb_project_changed`. The built-in ``index`` plugin drops the
+    document from the search index and rewrites the data_structure.md files.
+
+    :param project: the project folder.
+    :param name: the document name (``sub/技术方案``).
+    :param parsed: its project-relative parsed path (``parsed/sub/技术方案.md``),
+        already deleted.
+    :param settings: the resolved configuration.
+    :param journal: the :class:`pipeline.journal.Journal`.
+    :returns: project-relative paths written (for the run record), or None.
+    """
+
+
+@hookspec
+def kb_project_changed(project: Path, reason: str, settings: Settings, journal: Any) -> list[str] | None:
+    """A command changed ``project`` outside an ingest run; refresh derived files.
+
+    ``reason`` is ``"review"`` (a finding approved or rejected), ``"rebuild"``
+    (project.md regenerated) or ``"remove"`` (a document removed). The
+    built-in ``knowledge`` plugin rewrites KNOWLEDGE.md (its status and
+    description). During ingest runs the stages keep their files current
+    themselves; this hook is not called then.
+
+    :param project: the project folder.
+    :param reason: what changed (see above).
+    :param settings: the resolved configuration.
+    :param journal: the :class:`pipeline.journal.Journal` (pending findings).
+    :returns: project-relative paths written (for the run record), or None.
     """
 
 

@@ -1,10 +1,14 @@
-"""The plugin manager: built-ins from ``plugins/``, then entry points, then TOML.
+"""The plugin manager: built-ins by name, then entry points, then TOML.
 
 Order of registration (as tox and pytest do it):
 
-1. every top-level module of the ``plugins`` package whose name does not start
-   with ``_`` (the built-in stages, parsers and scanners), unless named in
-   ``[pipeline] disable``; a broken built-in is a hard error;
+1. the modules named in :data:`BUILTIN_PLUGINS` (the built-in stages, parsers,
+   scanners and commands), unless named in ``[pipeline] disable``; each is
+   registered under its short name (``knowledge``), the name ``kbwatch
+   plugins`` prints and ``disable`` takes (the dotted ``plugins.knowledge``
+   is accepted too). A built-in that fails to import is logged once (one
+   warning line), skipped and shown by ``kbwatch plugins``, like a broken
+   third-party plugin: everything else keeps working;
 2. the entry-point group ``kbwatch`` (skipped when ``KBWATCH_DISABLE_ENTRYPOINTS``
    is set); a broken third-party plugin is logged, skipped and shown by
    ``kbwatch plugins``;
@@ -21,7 +25,6 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
-import pkgutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +40,30 @@ from pipeline.model import ParserInfo
 BUILTIN_PACKAGE = "plugins"
 ENTRY_POINT_GROUP = "kbwatch"
 
+# The built-in plugins, by short name (module ``plugins.<name>``), in registration
+# order (as pytest's ``default_plugins`` and datasette's ``DEFAULT_PLUGINS``).
+# A plugin never imports another one: what several of them need is a hook
+# (pipeline.hookspecs) or a core service. Modules starting with ``_`` are
+# libraries the plugins use, not plugins.
+BUILTIN_PLUGINS: tuple[str, ...] = (  # alphabetical: the order pluggy has always seen
+    "archive", "ask", "conflict", "index", "knowledge", "manifest", "parse",
+    "parse_image", "parse_pdf", "parse_pptx", "parse_text", "parse_unstructured", "parse_xlsx",
+    "project_md", "rebuild", "remove", "review",
+    "scan", "scan_format", "scan_injection", "scan_pii", "scan_secrets", "scan_unicode",
+    "summarize",
+)
+
+_reported: set[tuple[str, str]] = set()  # broken plugins already logged by this process
+
+
+def _report_broken(ps: "PluginSet", name: str, exc: BaseException) -> None:
+    """Record a plugin that failed to load; log it once per process (one warning line)."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    ps.broken[name] = text
+    if (name, text) not in _reported:
+        _reported.add((name, text))
+        logger.warning("plugin {} failed to load and is skipped: {}", name, text)
+
 
 @dataclass
 class PluginSet:
@@ -47,6 +74,9 @@ class PluginSet:
     builtin: list[str] = field(default_factory=list)
     external: list[str] = field(default_factory=list)
     broken: dict[str, str] = field(default_factory=dict)
+    # built-ins not loaded (disabled in the config, or broken): their stages are left out of
+    # ``[pipeline] stages`` instead of being an unknown-stage error
+    unloaded: set[str] = field(default_factory=set)
     _stages: dict[str, Any] | None = None
     _parsers: list[ParserInfo] | None = None
 
@@ -69,10 +99,14 @@ class PluginSet:
         return self._stages
 
     def configured_stages(self) -> list[Any]:
-        """The stages named in ``[pipeline] stages``, in that order."""
+        """The stages named in ``[pipeline] stages``, in that order.
+
+        A stage whose built-in plugin is disabled (or failed to load) is left out."""
         available = self.stages()
         chosen = []
         for name in self.settings["pipeline"]["stages"]:
+            if name not in available and name in self.unloaded:
+                continue
             if name not in available:
                 known = ", ".join(sorted(available)) or "none"
                 raise ConfigError(
@@ -104,14 +138,9 @@ class PluginSet:
         return self.pm.get_name(plugin) or repr(plugin)
 
 
-def _builtin_modules() -> list[str]:
-    package = importlib.import_module(BUILTIN_PACKAGE)
-    names = [
-        f"{BUILTIN_PACKAGE}.{info.name}"
-        for info in pkgutil.iter_modules(package.__path__)
-        if not info.name.startswith("_")
-    ]
-    return sorted(names)
+def is_disabled(name: str, disabled: set[str]) -> bool:
+    """True when ``[pipeline] disable`` names built-in ``name`` (short or dotted form)."""
+    return name in disabled or f"{BUILTIN_PACKAGE}.{name}" in disabled
 
 
 def _import_path(path: Path) -> Any:
@@ -132,10 +161,16 @@ def build_plugin_manager(settings: dict, load_entrypoints: bool | None = None) -
     ps = PluginSet(pm=pm, settings=settings)
     disabled = set(settings["pipeline"].get("disable", []))
 
-    for name in _builtin_modules():
-        if name in disabled or name.split(".")[-1] in disabled:
+    for name in BUILTIN_PLUGINS:
+        if is_disabled(name, disabled):
+            ps.unloaded.add(name)
             continue
-        module = importlib.import_module(name)  # a broken built-in is a bug: let it raise
+        try:
+            module = importlib.import_module(f"{BUILTIN_PACKAGE}.{name}")
+        except Exception as exc:  # reported like a broken third-party plugin; the rest works
+            ps.unloaded.add(name)
+            _report_broken(ps, name, exc)
+            continue
         pm.register(module, name=name)
         ps.builtin.append(name)
 
@@ -151,8 +186,7 @@ def build_plugin_manager(settings: dict, load_entrypoints: bool | None = None) -
                     pm.register(plugin, name=ep.name)
                     ps.external.append(ep.name)
             except Exception as exc:  # a third-party plugin must not crash the service
-                ps.broken[ep.name] = f"{type(exc).__name__}: {exc}"
-                logger.error("plugin {} failed to load and is skipped: {}", ep.name, exc)
+                _report_broken(ps, ep.name, exc)
 
     root = Path(settings.get("_root", "."))
     for entry in settings["pipeline"]["plugins"]:

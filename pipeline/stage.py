@@ -85,7 +85,10 @@ class RunContext:
     extension as written (``.PDF`` stays ``.PDF``); ``ext_lower`` is for
     matching. ``outputs`` maps project-relative paths to
     created/updated/deleted/unchanged; ``diagnostics`` holds compile-run
-    diagnostics; ``stash`` is plugin-private state keyed by plugin name.
+    diagnostics; ``stash`` is plugin-private state keyed by plugin name (one
+plugin's own notes between its calls). Data one stage hands to another is a
+typed field here (``parsed``, ``findings``, ``archived``, ``parsed_path``,
+``parsed_text``/``parsed_parts``/``parsed_bytes``), never a ``stash`` key.
     """
 
     run_id: str
@@ -108,6 +111,12 @@ class RunContext:
     diagnostics: list[dict] = field(default_factory=list)
     archived: str | None = None  # project-relative archive path of this version
     parsed_path: str | None = None  # project-relative parsed path
+    # what the archive stage published at ``parsed_path`` (header comments included), for the
+    # stages after it (index): the whole text when small (None for a large document), its
+    # parts always, and its size in bytes
+    parsed_text: str | None = None
+    parsed_parts: list[str] | None = None
+    parsed_bytes: int | None = None
     event: str = "new"  # "new" | "version": set by the manifest stage
     summary: str = ""  # one-line summary for the file index
     stash: dict[str, Any] = field(default_factory=dict)

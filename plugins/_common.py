@@ -19,36 +19,16 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from pipeline.config import stage_defaults, stage_options
 from pipeline.errors import PermanentError
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 ZIP_MAGIC = b"PK\x03\x04"
 
-_DEFAULTS: dict[str, Any] = {
-    "max_file_mb": 200,
-    "max_uncompressed_mb": 1024,
-    "max_compression_ratio": 200,
-    "max_zip_members": 20000,
-    "max_table_rows": 100000,
-    "max_pages": 2000,
-    "ocr": True,
-    "ocr_languages": "chi_sim+eng",
-    "ocr_dpi": 200,
-    "ocr_min_chars": 10,
-    "ocr_timeout_seconds": 120,
-    "ocr_min_confidence": 40,
-}
-
-
 def option(settings: Any, key: str) -> Any:
-    """``[stages.parse] <key>`` with kbwatch's default; tolerant of odd settings."""
-    parse = {}
-    if isinstance(settings, dict):
-        stages = settings.get("stages", {})
-        if isinstance(stages, dict) and isinstance(stages.get("parse"), dict):
-            parse = stages["parse"]
-    value = parse.get(key, _DEFAULTS[key])
-    default = _DEFAULTS[key]
+    """``[stages.parse] <key>``, its default declared in config/default.toml; tolerant of odd settings."""
+    default = stage_defaults("parse")[key]
+    value = stage_options(settings, "parse").get(key, default)
     if isinstance(default, bool):
         return bool(value)
     if isinstance(default, (int, float)) and not isinstance(value, (int, float)):

@@ -7,14 +7,13 @@ import os
 import threading
 from pathlib import Path
 
-from pipeline.config import state_dir
+from pipeline.config import stage_options, state_dir
 from pipeline.formats.data_structure import FILE_NAME, folder_tree, render_folder, render_root
 from pipeline.formats.manifest import Manifest
 from pipeline.formats.project_md import HEADINGS, ProjectMd
 from pipeline.fsutil import atomic_write, human_minute, now_local
 from pipeline.project import discover_projects
 
-DEFAULT_INDEX_MAX_CHARS = 2_000_000  # as in config/default.toml
 _INDEXES: dict[str, object] = {}
 _LOCK = threading.Lock()
 _ROOT_LOCK = threading.Lock()
@@ -44,7 +43,7 @@ def open_index(settings: dict):
 
 def index_max_chars(settings: dict) -> int | None:
     """``[stages.index] max_chars``: how much of each document is indexed (0 = all)."""
-    value = (settings.get("stages", {}).get("index") or {}).get("max_chars", DEFAULT_INDEX_MAX_CHARS)
+    value = stage_options(settings, "index")["max_chars"]
     return int(value) if value else None
 
 

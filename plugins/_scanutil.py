@@ -1,7 +1,9 @@
 """Shared helpers for the ``kb_scan`` plugins (not a plugin: the leading
 underscore keeps it out of plugin discovery).
 
-- :func:`scan_options` reads ``[scan]`` settings defensively.
+- :func:`scan_options` reads ``[stages.scan]`` settings defensively (defaults from
+  config/default.toml); :func:`allowed` is the one allowlist rule (fnmatch on rule
+  ids, exact fingerprints), used by the scanners and by the scan stage alike.
 - :class:`LineIndex` turns 0-based offsets into 1-based line/column.
 - :func:`mask_value` / :func:`mask_runs` build excerpts that never show more than 6 characters of a
   secret (first 4 + last 2 at most; fewer for short values).
@@ -15,47 +17,45 @@ underscore keeps it out of plugin discovery).
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import math
 import re
 import unicodedata
 from collections import Counter
 from typing import Any, Iterable
 
+from pipeline.config import stage_options
 from pipeline.model import Finding
 
 # --------------------------------------------------------------------------
 # settings
 # --------------------------------------------------------------------------
 
-DEFAULTS: dict[str, Any] = {
-    "max_line_chars": 10_000,
-    "max_paragraph_chars": 50_000,
-    "allow_rules": [],
-    "allow_fingerprints": [],
-    "redact": True,
-    "excerpt_context": 20,
-    "entropy_min_length": 20,
-}
-
-
 def scan_options(settings: Any) -> dict[str, Any]:
-    """``[scan]`` options merged over defaults (``[stages.scan]`` also read)."""
-    out = dict(DEFAULTS)
-    if isinstance(settings, dict):
-        stages = settings.get("stages")
-        if isinstance(stages, dict) and isinstance(stages.get("scan"), dict):
-            out.update(stages["scan"])
-        if isinstance(settings.get("scan"), dict):
-            out.update(settings["scan"])
+    """``[stages.scan]`` over its defaults (declared once, in config/default.toml); a
+    ``[scan]`` table, if a caller passes one, is read last."""
+    out = stage_options(settings, "scan")
+    if isinstance(settings, dict) and isinstance(settings.get("scan"), dict):
+        out.update(settings["scan"])
     return out
 
 
 def rule_allowed(opts: dict[str, Any], rule: str) -> bool:
-    """True when config disables ``rule`` (exact id or a ``family.*`` prefix)."""
-    for allowed in opts.get("allow_rules") or ():
-        if allowed == rule or (allowed.endswith("*") and rule.startswith(allowed[:-1])):
-            return True
-    return False
+    """True when ``allow_rules`` names ``rule``: the one allowlist rule of kbwatch.
+
+    Each entry is an fnmatch pattern matched case-sensitively against the whole rule
+    id: ``"pii.email"`` names one rule, ``"format.*"`` a family, ``"*.email"`` any family's."""
+    return any(fnmatch.fnmatchcase(rule, pattern) for pattern in opts.get("allow_rules") or ())
+
+
+def fingerprint_allowed(opts: dict[str, Any], fingerprint: str) -> bool:
+    """True when ``allow_fingerprints`` lists ``fingerprint``."""
+    return fingerprint in set(opts.get("allow_fingerprints") or ())
+
+
+def allowed(opts: dict[str, Any], finding: Finding) -> bool:
+    """True when the config allowlists ``finding`` (its rule or its fingerprint)."""
+    return rule_allowed(opts, finding.rule) or fingerprint_allowed(opts, finding.fingerprint)
 
 
 # --------------------------------------------------------------------------
@@ -163,10 +163,10 @@ def make_finding(text: str, index: LineIndex, opts: dict[str, Any], *, kind: str
     f = Finding(
         kind=kind, rule=rule, severity=severity, line=line, column=col, offset=start,
         excerpt=excerpt_text if excerpt_text is not None else excerpt(
-            text, start, end, secret=secret, context=int(opts.get("excerpt_context", 20))),
+            text, start, end, secret=secret, context=int(opts["excerpt_context"])),
         length=end - start, match=match, redact=redact, message=message,
     )
-    if f.fingerprint in set(opts.get("allow_fingerprints") or ()):
+    if fingerprint_allowed(opts, f.fingerprint):
         return None
     return f
 

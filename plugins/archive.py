@@ -120,12 +120,12 @@ class ArchiveStage(Stage):
             ctx.project.durable(target)
             ctx.parsed_path = parsed_rel
             ctx.output(parsed_rel, "updated" if existed else "created")
-            # for the index stage: the file's text (small), or its parts and size (large: the
-            # index takes a bounded prefix, see [stages.index] max_chars)
+            # for later stages (index): the file's text (small), or its parts and size (large:
+            # the index takes a bounded prefix, see [stages.index] max_chars)
             if len(ctx.parsed.markdown) <= LARGE_CHARS:
-                ctx.stash["archive.parsed_text"] = "".join(parts)
-            ctx.stash["archive.parsed_parts"] = parts
-            ctx.stash["archive.parsed_bytes"] = size
+                ctx.parsed_text = "".join(parts)
+            ctx.parsed_parts = parts
+            ctx.parsed_bytes = size
         return ctx.archived
 
 

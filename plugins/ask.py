@@ -109,7 +109,7 @@ def kb_register_commands(cli):
     import click
 
     from pipeline.cli import json_option, open_kb, root_options
-    from pipeline.errors import ConfigError
+    from pipeline.errors import ConfigError, KbwatchError
 
     @cli.command("ask")
     @click.argument("name", required=False)
@@ -130,6 +130,9 @@ def kb_register_commands(cli):
         Example: kbwatch ask 技术方案 "限流算法是什么？" --max-files 4
         """
         kb = open_kb(root, config_file, quiet=True, log_files=False)
+        if "index" not in kb.plugins.stages():  # the search index is the index plugin's
+            raise KbwatchError("search is disabled: the index plugin is not loaded "
+                               "([pipeline] disable names it, or it failed to load: kbwatch plugins --all)")
         if all_projects:
             question = question or name
             projects = kb.projects()

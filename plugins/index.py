@@ -8,7 +8,10 @@ the first ``[stages.index] max_chars`` characters of a document are indexed
 (a warning in the run record says when a document was cut): this bounds the
 memory and time a huge document costs. The navigation files
 (data_structure.md at the root and in parsed/ folders, kb-retriever
-convention) are refreshed after the same commit.
+convention) are refreshed after the same commit. The text comes from the
+``archive`` stage through typed fields of the run context (``parsed_text``,
+``parsed_parts``, ``parsed_bytes``); ``kbwatch remove`` reaches this plugin
+through ``kb_document_removed``.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class IndexStage(Stage):
     concurrent = True
 
     def able_to_run(self, ctx: RunContext) -> bool:
-        return bool(ctx.parsed_path and (ctx.stash.get("archive.parsed_text") or ctx.stash.get("archive.parsed_parts")))
+        return bool(ctx.parsed_path and (ctx.parsed_text or ctx.parsed_parts))
 
     def run(self, ctx: RunContext) -> str | None:
         from plugins._retrieval import document_title
@@ -61,16 +64,16 @@ class IndexStage(Stage):
         session, settings = ctx.project, ctx.settings
         rel = ctx.parsed_path
         limit = index_max_chars(settings)
-        text = ctx.stash.get("archive.parsed_text")
+        text = ctx.parsed_text
         if text is None:  # a large document: only the prefix that is indexed is joined
-            text, total = _prefix(ctx.stash["archive.parsed_parts"], limit)
+            text, total = _prefix(ctx.parsed_parts, limit)
         else:
             total = len(text)
         if limit and total > limit:
             ctx.diagnose("warning", f"only the first {limit:,} of {total:,} characters of {rel} are indexed "
                                     "for search ([stages.index] max_chars)")
         prepared = open_index(settings).prepare_document(rel, document_title(text, rel.rsplit("/", 1)[-1][:-3]), text)
-        size = ctx.stash.get("archive.parsed_bytes")
+        size = ctx.parsed_bytes
         with session.lock:
             session.cached_work("index.pending", dict)[rel] = prepared
             session.cached("index.sizes", dict)[rel] = size if size is not None else len(text.encode("utf-8"))
@@ -98,6 +101,21 @@ def _prefix(parts: list[str], limit: int | None) -> tuple[str, int]:
 @hookimpl
 def kb_stages():
     return [IndexStage()]
+
+
+@hookimpl
+def kb_document_removed(project, name, parsed, settings):
+    """``kbwatch remove``: drop the document from the search index, rewrite the navigation files."""
+    from pipeline.formats.manifest import Manifest
+    from pipeline.formats.project_md import ProjectMd
+
+    open_index(settings).remove_document(project.name, parsed)
+    manifest = Manifest.load(project / "manifest.json", project.name, "")
+    pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
+    folder = name.rpartition("/")[0]
+    write_folder_files(project, {folder, ""}, manifest, project_purpose(pm, manifest))
+    write_root_file(project.parent, settings)
+    return None
 
 
 @hookimpl

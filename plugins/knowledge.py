@@ -2,7 +2,9 @@
 
 Its status is ``needs-review`` while risk findings wait for ``kbwatch review``
 and ``ready`` otherwise (``draft`` before the first document). It is written
-after each commit, once the batch's findings are in the journal.
+after each commit, once the batch's findings are in the journal, and
+whenever a command announces a change (``kb_project_changed``: a review
+decision, a rebuild, a removal).
 """
 
 from __future__ import annotations
@@ -72,3 +74,11 @@ class KnowledgeStage(Stage):
 @hookimpl
 def kb_stages():
     return [KnowledgeStage()]
+
+
+@hookimpl
+def kb_project_changed(project, settings, journal):
+    from pipeline.project import ProjectSession
+
+    write_knowledge(ProjectSession(project, settings), journal, settings)
+    return ["KNOWLEDGE.md"]

@@ -8,39 +8,11 @@ in place, every event (including conflicts, duplicates and failures, through
 
 from __future__ import annotations
 
-import re
-
 from pipeline import hookimpl
 from pipeline.formats.archive_names import parsed_path
-from pipeline.formats.parsed import strip_header
-from pipeline.formats.project_md import defer_project_md_write, session_project_md
+from pipeline.formats.project_md import defer_project_md_write, one_line_summary, session_project_md
 from pipeline.fsutil import human_minute, now_local
 from pipeline.stage import RunContext, Stage
-
-SUMMARY_CHARS = 80
-_SKIP = re.compile(r"^\s*(#|<!--|\||```|[-*_]{3,}\s*$|!\[)")
-
-
-def one_line_summary(markdown: str, limit: int = SUMMARY_CHARS) -> str:
-    """The first sentence-like line of the body (looked for in its first 64K characters),
-    cut to ``limit`` characters."""
-    markdown = markdown[:65536]  # a large body is not split into all its lines
-    for line in strip_header(markdown).splitlines():
-        if not line.strip() or _SKIP.match(line):
-            continue
-        text = re.sub(r"[*_`>\[\]]", "", line).strip(" -\t")
-        text = re.sub(r"\s+", " ", text)
-        if len(text) < 2:
-            continue
-        return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-    for line in strip_header(markdown).splitlines():  # a table-only document: its first data row
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else []
-        cells = [c for c in cells if c and not set(c) <= set("-: ")]
-        if cells:
-            text = ", ".join(cells)
-            return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-    return ""
-
 
 class ProjectMdStage(Stage):
     name = "project_md"

@@ -4,8 +4,8 @@
 ``kb_summarize`` (the built-in summariser is extractive and deterministic);
 更新记录 is kept and gets one line, stamped with the project's last ingest,
 and not repeated when nothing changed, so rebuilding twice with the same
-inputs gives a byte-identical project.md. KNOWLEDGE.md's description is
-refreshed and ``runs/compile-<stamp>.json`` records the rebuild (a valid
+inputs gives a byte-identical project.md. ``kb_project_changed(reason="rebuild")``
+lets KNOWLEDGE.md's description be refreshed and ``runs/compile-<stamp>.json`` records the rebuild (a valid
 compile-run record). The stage runs a rebuild once
 ``[stages.rebuild] every_n_ingests`` documents (or versions) were logged in
 project.md since the last rebuild line.
@@ -17,11 +17,10 @@ import json
 from pathlib import Path
 
 from pipeline import hookimpl
-from pipeline.config import state_dir
+from pipeline.config import stage_options, state_dir
 from pipeline.formats.manifest import Manifest
 from pipeline.formats.project_md import LOG_VERBS, ProjectMd, session_project_md
 from pipeline.fsutil import atomic_write, new_run_id, sha256_file
-from pipeline.project import ProjectSession
 from pipeline.project_lock import project_file_lock, say_waiting
 from pipeline.stage import RunContext, Stage
 
@@ -59,15 +58,15 @@ def rebuild_project_locked(project: Path, settings: dict, plugins, journal) -> d
     if not pm.log or pm.log[-1] != line:
         pm.log.append(line)
     atomic_write(project / "project.md", pm.render())
-    from plugins.knowledge import write_knowledge
-
     pending = len(journal.pending_findings(project.name)) if journal is not None else 0
-    write_knowledge(ProjectSession(project, settings), journal, settings)
+    # KNOWLEDGE.md's description follows (the knowledge plugin reacts)
+    written = [p for batch in plugins.hook.kb_project_changed(
+        project=project, reason="rebuild", settings=settings, journal=journal) for p in batch or []]
     run_id = new_run_id("compile")
     record = {
         "run_id": run_id, "trigger": "manual", "status": "needs-review" if pending else "passed",
         "compiler": {"tool": "kbwatch", "version": _version()}, "inputs": inputs,
-        "outputs": [{"path": "project.md", "operation": "updated"}, {"path": "KNOWLEDGE.md", "operation": "updated"}],
+        "outputs": [{"path": p, "operation": "updated"} for p in ["project.md", *written]],
         "diagnostics": [], "review": {"required": bool(pending), "reason": f"{pending} finding(s) pending review" if pending else "no pending findings"},
         "profile": "document-first", "runtime_mode": "data", "primary_document": "project.md",
     }
@@ -85,7 +84,7 @@ class RebuildStage(Stage):
     name = "rebuild"
 
     def run(self, ctx: RunContext) -> str | None:
-        every = int(ctx.settings["stages"].get("rebuild", {}).get("every_n_ingests", 0) or 0)
+        every = int(stage_options(ctx.settings, "rebuild")["every_n_ingests"] or 0)
         if every <= 0:
             return "disabled"
         done = session_project_md(ctx.project).ingests_since_rebuild()  # counted in the plain file

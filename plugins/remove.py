@@ -3,9 +3,11 @@
 DOC is the document's name (``sub/技术方案``), its parsed path
 (``parsed/sub/技术方案.md``) or its file name (``技术方案.pdf``). The parsed
 file is deleted; the manifest entry is marked ``removed`` with its versions
-kept; the project.md row goes and 更新记录 gets a line; the search index,
-data_structure.md files and KNOWLEDGE.md are updated; the document's findings
-stop counting; ``runs/remove-<stamp>-<id>.json`` records it.
+kept; the project.md row goes and 更新记录 gets a line; the document's
+findings stop counting; then ``kb_document_removed`` and
+``kb_project_changed(reason="remove")`` let the plugins that keep derived
+files react (``index``: the search index and data_structure.md files;
+``knowledge``: KNOWLEDGE.md); ``runs/remove-<stamp>-<id>.json`` records it.
 """
 
 from __future__ import annotations
@@ -20,9 +22,7 @@ from pipeline.errors import ConfigError
 from pipeline.formats.manifest import Manifest
 from pipeline.formats.project_md import ProjectMd
 from pipeline.fsutil import atomic_write, human_minute, iso_minute, new_run_id, now_local
-from pipeline.project import ProjectSession
 from pipeline.project_lock import project_file_lock, say_waiting
-from plugins._navigation import open_index, project_purpose, write_folder_files, write_root_file
 
 
 def _resolve(manifest: Manifest, doc: str) -> dict:
@@ -63,18 +63,11 @@ def _remove_locked(kb, project: Path, doc: str) -> dict:
     atomic_write(project / "project.md", pm.render())
     outputs += [{"path": "manifest.json", "operation": "updated"}, {"path": "project.md", "operation": "updated"}]
     kb.journal.supersede_findings(project.name, name)
-    idx = open_index(settings)
-    idx.remove_document(project.name, entry["parsed"])
-    remaining_folders = {str(Path(name).parent).strip(".")}
-    write_folder_files(project, remaining_folders | {""}, manifest, project_purpose(pm, manifest))
-    write_root_file(kb.root, settings)
-    try:
-        from plugins.knowledge import write_knowledge
-
-        write_knowledge(ProjectSession(project, settings), kb.journal, settings)
-        outputs.append({"path": "KNOWLEDGE.md", "operation": "updated"})
-    except ImportError:  # pragma: no cover
-        pass
+    hook = kb.plugins.hook
+    for batch in [*hook.kb_document_removed(project=project, name=name, parsed=entry["parsed"],
+                                            settings=settings, journal=kb.journal),
+                  *hook.kb_project_changed(project=project, reason="remove", settings=settings, journal=kb.journal)]:
+        outputs += [{"path": p, "operation": "updated"} for p in batch or []]
     run_id = new_run_id("remove")
     record = {
         "run_id": run_id, "trigger": "manual", "status": "passed",

@@ -4,8 +4,9 @@ Decisions are keyed by a finding's fingerprint (rule + matched text) and
 kept in ``<project>/reviews.json`` (the journal mirrors them), so the same
 content re-ingested later is not asked about again. Approving means the text
 may be used; rejecting means it is confirmed unsafe: the document stays
-excluded from ``ask`` unless ``--include-flagged``. KNOWLEDGE.md returns to
-``ready`` once nothing is pending.
+excluded from ``ask`` unless ``--include-flagged``. Each decision announces
+``kb_project_changed(reason="review")``, so KNOWLEDGE.md returns to ``ready``
+once nothing is pending.
 """
 
 from __future__ import annotations
@@ -51,19 +52,9 @@ def _decide_locked(kb, project, ids: list[int], decision: str, all_pending: bool
                 [decision, when, project.name, row["fingerprint"]],
             )
     save_decisions(project, decisions)
-    refresh_knowledge(kb, project)
+    # KNOWLEDGE.md's status follows (the knowledge plugin reacts)
+    kb.plugins.hook.kb_project_changed(project=project, reason="review", settings=kb.settings, journal=kb.journal)
     return chosen
-
-
-def refresh_knowledge(kb, project) -> str | None:
-    """Rewrite KNOWLEDGE.md's status after a decision."""
-    from pipeline.project import ProjectSession
-
-    try:
-        from plugins.knowledge import write_knowledge
-    except ImportError:  # pragma: no cover - knowledge plugin removed
-        return None
-    return write_knowledge(ProjectSession(project, kb.settings), kb.journal, kb.settings)
 
 
 @hookimpl

@@ -12,8 +12,6 @@ allowlist; nothing inside a document can.
 
 from __future__ import annotations
 
-import fnmatch
-
 from pipeline import hookimpl
 from pipeline.bigtext import LARGE_CHARS, newline_bounds, windows
 from pipeline.formats.parsed import body_line_offset
@@ -21,6 +19,7 @@ from pipeline.model import ParsedDocument
 from pipeline.reviews import load_decisions
 from pipeline.stage import RunContext, Stage
 from plugins._sanitize import sanitize
+from plugins._scanutil import allowed, scan_options
 
 
 # rules that judge the whole document: reported once, whichever window saw them first
@@ -32,9 +31,7 @@ def run_scanners(plugins, document, settings) -> list:
 
     A text over ``LARGE_CHARS`` is scanned in ~1 MB windows (see :func:`_scan_windows`).
     """
-    opts = settings["stages"].get("scan", {})
-    allow_rules = opts.get("allow_rules", [])
-    allow_fp = set(opts.get("allow_fingerprints", []))
+    opts = scan_options(settings)
     text = document.markdown or ""
     if len(text) > LARGE_CHARS:
         batches = [_scan_windows(plugins, document, text, settings)]
@@ -43,7 +40,7 @@ def run_scanners(plugins, document, settings) -> list:
     findings = []
     for batch in batches:
         for f in batch or []:
-            if any(fnmatch.fnmatchcase(f.rule, pat) for pat in allow_rules) or f.fingerprint in allow_fp:
+            if allowed(opts, f):  # the same rule the scanners apply (plugins._scanutil)
                 continue
             findings.append(f)
     findings.sort(key=lambda f: (f.offset, f.rule))
@@ -103,7 +100,7 @@ class ScanStage(Stage):
         if start or end < len(doc.markdown):  # a copy: parsers of large texts return them stripped
             doc.markdown = doc.markdown[start:end]
         findings = run_scanners(ctx.plugins, doc, ctx.settings)
-        if ctx.settings["stages"].get("scan", {}).get("redact", True) and findings:
+        if scan_options(ctx.settings)["redact"] and findings:
             doc.markdown = sanitize(doc.markdown, findings)
         title = doc.title or ctx.name.rsplit("/", 1)[-1]
         shift = body_line_offset(title, doc.markdown)

@@ -29,25 +29,18 @@ import re
 from collections import Counter
 
 from pipeline import hookimpl
+from pipeline.config import stage_defaults
 from pipeline.model import Finding
 from plugins._scanutil import LineIndex, make_finding, mask_runs, scan_options
 
 KIND = "format"
-FORMAT_DEFAULTS = {
-    "max_line_chars": 10_000,
-    "max_paragraph_chars": 50_000,
-    "max_blob_chars": 4_096,
-    "max_repeated_lines": 50,
-    "max_char_run": 1_000,
-    "max_document_chars": 5_000_000,
-}
-
-
 def _opt(opts: dict, key: str) -> int:
+    """An integer ``[stages.scan]`` limit; its default is declared in config/default.toml."""
+    default = stage_defaults("scan")[key]
     try:
-        return int(opts.get(key, FORMAT_DEFAULTS[key]))
+        return int(opts.get(key, default))
     except (TypeError, ValueError):
-        return FORMAT_DEFAULTS[key]
+        return default
 
 
 def scan_text(text: str, settings=None, document_chars: int | None = None) -> list[Finding]:

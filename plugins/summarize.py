@@ -12,7 +12,7 @@ from collections import Counter
 
 from pipeline import hookimpl
 from pipeline.formats.parsed import strip_header
-from plugins.project_md import one_line_summary
+from pipeline.formats.project_md import one_line_summary
 
 MAX_OVERVIEW_DOCS = 3
 MAX_KEY_POINTS = 12

@@ -2,7 +2,9 @@
 
 The file is parsed into its sections once per session and rendered back on
 commit; user-written text in 概述 and 关键信息 (and any extra section) is kept
-verbatim. The file index is one row per document keyed by the 文件名 cell.
+verbatim. The file index is one row per document keyed by the 文件名 cell;
+:func:`one_line_summary` gives a row's 摘要 (the ``project_md`` stage and the
+built-in summariser both use it).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pipeline.formats.parsed import strip_header
 
 HEADINGS = {
     "zh": {
@@ -259,3 +263,28 @@ def session_project_md(session) -> ProjectMd:
 def defer_project_md_write(session) -> None:
     pm = session_project_md(session)
     session.defer_write("project.md", pm.render)
+
+
+SUMMARY_CHARS = 80  # a file-index row's summary
+_SKIP = re.compile(r"^\s*(#|<!--|\||```|[-*_]{3,}\s*$|!\[)")
+
+
+def one_line_summary(markdown: str, limit: int = SUMMARY_CHARS) -> str:
+    """The first sentence-like line of the body (looked for in its first 64K characters),
+    cut to ``limit`` characters."""
+    markdown = markdown[:65536]  # a large body is not split into all its lines
+    for line in strip_header(markdown).splitlines():
+        if not line.strip() or _SKIP.match(line):
+            continue
+        text = re.sub(r"[*_`>\[\]]", "", line).strip(" -\t")
+        text = re.sub(r"\s+", " ", text)
+        if len(text) < 2:
+            continue
+        return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    for line in strip_header(markdown).splitlines():  # a table-only document: its first data row
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else []
+        cells = [c for c in cells if c and not set(c) <= set("-: ")]
+        if cells:
+            text = ", ".join(cells)
+            return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return ""

@@ -117,7 +117,7 @@ def test_trace_shows_kb_parse_with_only_the_claiming_parsers(root, cli):
     result = kbwatch("ingest", root=root, env={"KBWATCH_TRACE_PLUGINS": "1"})
     assert result.returncode == 0, result.stderr
     calls = [line for line in result.stderr.splitlines() if "hook kb_parse ->" in line]
-    assert calls == ["[kbwatch] hook kb_parse -> ['plugins.parse_text']"], result.stderr
+    assert calls == ["[kbwatch] hook kb_parse -> ['parse_text']"], result.stderr
 
 
 def test_declared_priority_decides_not_registration_order(project):

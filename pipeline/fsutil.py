@@ -120,12 +120,17 @@ def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
             _discard(tmp, dfd)
             raise
         if fsync:
-            if dfd is None:
-                fsync_dir(path.parent)
-            else:
-                os.fsync(dfd)
+            _sync_folder(path.parent, dfd)
     finally:
         _close(dfd)
+
+
+def _sync_folder(folder: Path, dfd: int | None) -> None:
+    """Make a rename in ``folder`` durable: through its descriptor when it was reached confined."""
+    if dfd is None:
+        fsync_dir(folder)
+    else:
+        os.fsync(dfd)
 
 
 def atomic_write_many(items: list[tuple[Path, str | bytes]], also_durable=()) -> None:
@@ -189,10 +194,7 @@ def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
             _discard(tmp, dfd)
             raise
         if fsync:
-            if dfd is None:
-                fsync_dir(dst.parent)
-            else:
-                os.fsync(dfd)
+            _sync_folder(dst.parent, dfd)
     finally:
         _close(dfd)
 

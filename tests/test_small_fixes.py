@@ -22,21 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, kbwatch
-from test_watch import Service, make_root, manifest_files, wait_for
-
-
-@pytest.fixture
-def service(tmp_path):
-    started: list[Service] = []
-
-    def make(root: Path) -> Service:
-        s = Service(root, tmp_path)
-        started.append(s)
-        return s
-
-    yield make
-    for s in started:
-        s.ensure_dead()
+from test_watch import make_root, manifest_files, service, wait_for  # noqa: F401  (service: fixture)
 
 
 def runs_json(root: Path, *args: str) -> list[dict]:

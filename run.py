@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kbwatch command line entry: the same CLI as the `kbwatch` console script."""
 
-from pipeline.cli import main
+from kbwatch.pipeline.cli import main
 
 if __name__ == "__main__":
     main()

@@ -6,9 +6,9 @@ What it measures, each repeated ``--repeat`` times on a fresh temp root
 
 1. throughput: ``--files`` small Markdown files (300 B .. ~2 KB, English and
    Chinese, some in sub-folders) ingested through the real pipeline,
-   in-process with ``pipeline.ingest.run_ingest(KnowledgeBase(root), [])``;
+   in-process with ``kbwatch.pipeline.ingest.run_ingest(KnowledgeBase(root), [])``;
 2. the floor on the same files: read + sha256 + durable copy (temp file,
-   fsync, rename, fsync of the folder, as ``pipeline.fsutil.durable_copy``
+   fsync, rename, fsync of the folder, as ``kbwatch.pipeline.fsutil.durable_copy``
    does) into another folder, and the ingest/floor ratio;
 3. the CLI: ``kbwatch ingest --root R`` as a subprocess (wall time including
    interpreter start and imports), and the bare start-up cost of the CLI;
@@ -197,9 +197,9 @@ class ThreadProfile:
 
 def ingest_inprocess(root: Path, profile: ThreadProfile | None = None) -> dict:
     """One in-process ``run_ingest``; returns timings and totals."""
-    from pipeline.ingest import run_ingest
-    from pipeline.kb import KnowledgeBase
-    from pipeline.logs import setup_logging
+    from kbwatch.pipeline.ingest import run_ingest
+    from kbwatch.pipeline.kb import KnowledgeBase
+    from kbwatch.pipeline.logs import setup_logging
 
     t0 = time.perf_counter()
     kb = KnowledgeBase(root)

@@ -4,13 +4,13 @@
 Over every parseable file of ``../shared/corpus`` (files no parser claims, or
 that fail as unsupported/encrypted/corrupt, are listed and left out):
 
-1. per format, in the real parse worker pool (``pipeline.workers.WorkerPool``,
+1. per format, in the real parse worker pool (``kbwatch.pipeline.workers.WorkerPool``,
    one fresh worker per format, called exactly as the parse stage calls it:
    ``pool.call(parse_in_worker, path, ext, settings)``): median time per file
    (each file parsed ``--repeat`` times in the warm worker), the first parse
    of the format in a fresh worker, and the worker's peak RSS (psutil sampling
    of the worker pid every 5 ms during each call);
-2. the warm-up of a fresh worker: spawn + ``pipeline.parsing.worker_warmup`` (the ``kb_worker_started`` hook) (first trivial
+2. the warm-up of a fresh worker: spawn + ``kbwatch.pipeline.parsing.worker_warmup`` (the ``kb_worker_started`` hook) (first trivial
    call), then the first parse vs the same parse warm;
 3. the batch: the parseable corpus copied ``--copies`` times (unique names,
    so no two files share a stem) and
@@ -71,7 +71,7 @@ MB = 1024 * 1024
 # --------------------------------------------------------------------------
 
 def fmt_ext(path: Path) -> str:
-    from pipeline.sources import split_name
+    from kbwatch.pipeline.sources import split_name
 
     return split_name(path.name)[1].lower()
 
@@ -147,7 +147,7 @@ class RssSampler:
 
 
 def settings_for(root: Path, workers: int | None = None) -> dict:
-    from pipeline.config import load_settings
+    from kbwatch.pipeline.config import load_settings
 
     s = load_settings(root)
     if workers:
@@ -161,9 +161,9 @@ def settings_for(root: Path, workers: int | None = None) -> dict:
 
 def select_files(work: Path, max_per_format: int = 0) -> tuple[list[Path], list[tuple[str, str]]]:
     """Files a parser claims and that parse to non-empty Markdown; and the rest with reasons."""
-    from pipeline.errors import StageError
-    from pipeline.parsing import parse_file
-    from pipeline.plugins import build_plugin_manager
+    from kbwatch.pipeline.errors import StageError
+    from kbwatch.pipeline.parsing import parse_file
+    from kbwatch.pipeline.plugins import build_plugin_manager
 
     settings = settings_for(work)
     plugins = build_plugin_manager(settings)
@@ -198,11 +198,11 @@ def select_files(work: Path, max_per_format: int = 0) -> tuple[list[Path], list[
 def per_format(files: list[Path], work: Path, repeat: int, shared_worker: bool = False) -> dict:
     import psutil
 
-    from pipeline.parsing import parse_in_worker
+    from kbwatch.pipeline.parsing import parse_in_worker
     import functools
 
-    from pipeline.parsing import worker_warmup
-    from pipeline.workers import WorkerPool
+    from kbwatch.pipeline.parsing import worker_warmup
+    from kbwatch.pipeline.workers import WorkerPool
 
     settings = settings_for(work)
     opts = settings["stages"]["parse"]
@@ -268,11 +268,11 @@ def per_format(files: list[Path], work: Path, repeat: int, shared_worker: bool =
 
 def warmup_cost(files: list[Path], work: Path, formats=(".docx", ".pdf", ".pptx", ".xlsx")) -> dict:
     """Spawn + warm-up of a fresh worker, and its first parse vs the same parse warm."""
-    from pipeline.parsing import parse_in_worker
+    from kbwatch.pipeline.parsing import parse_in_worker
     import functools
 
-    from pipeline.parsing import worker_warmup
-    from pipeline.workers import WorkerPool
+    from kbwatch.pipeline.parsing import worker_warmup
+    from kbwatch.pipeline.workers import WorkerPool
 
     settings = settings_for(work)
     opts = settings["stages"]["parse"]
@@ -315,8 +315,8 @@ def vm_hwm_mb() -> float:
 
 def child_direct(listfile: Path, root: Path) -> None:
     t_imp = time.perf_counter()
-    from pipeline.parsing import parse_file
-    from pipeline.plugins import build_plugin_manager
+    from kbwatch.pipeline.parsing import parse_file
+    from kbwatch.pipeline.plugins import build_plugin_manager
 
     settings = settings_for(root)
     plugins = build_plugin_manager(settings)
@@ -333,9 +333,9 @@ def child_direct(listfile: Path, root: Path) -> None:
 
 
 def child_ingest(root: Path) -> None:
-    from pipeline.ingest import run_ingest
-    from pipeline.kb import KnowledgeBase
-    from pipeline.logs import setup_logging
+    from kbwatch.pipeline.ingest import run_ingest
+    from kbwatch.pipeline.kb import KnowledgeBase
+    from kbwatch.pipeline.logs import setup_logging
 
     kb = KnowledgeBase(root)
     setup_logging(kb.settings, kb.state, quiet=True)

@@ -14,10 +14,10 @@ CMRC 2018 ``trial`` paragraphs and sentences):
    layouts within 0.0004 nDCG). File names: the corpus id when it is made of
    ``[A-Za-z0-9_.-]`` and unique case-insensitively, else a sanitised id
    plus 8 hex of its sha1; the bench keeps the name → id map;
-3. ingest in-process with ``pipeline.ingest.run_ingest`` (what
+3. ingest in-process with ``kbwatch.pipeline.ingest.run_ingest`` (what
    ``kbwatch ingest`` calls; workers = ``[service] workers`` = CPU cores),
    wall time measured, and the ``index`` stage's flushes timed separately by
-   wrapping ``plugins.index._flush``;
+   wrapping ``kbwatch.plugins.index._flush``;
 4. ``kbwatch ask NAME --batch queries.jsonl --max-files 100 --budget B
    --include-flagged`` as a subprocess of the real CLI; ``selected_files``
    of each record mapped back to corpus ids → nDCG@10, recall@100.
@@ -116,10 +116,10 @@ def write_sources(project: Path, corpus: list[dict], names: dict[str, str], suff
 
 def ingest(root: Path) -> dict:
     """In-process run_ingest (what ``kbwatch ingest`` runs), index flushes timed apart."""
-    import plugins.index as index_plugin
-    from pipeline.ingest import run_ingest
-    from pipeline.kb import KnowledgeBase
-    from pipeline.logs import setup_logging
+    import kbwatch.plugins.index as index_plugin
+    from kbwatch.pipeline.ingest import run_ingest
+    from kbwatch.pipeline.kb import KnowledgeBase
+    from kbwatch.pipeline.logs import setup_logging
 
     kb = KnowledgeBase(root)
     setup_logging(kb.settings, kb.state, quiet=True)
@@ -142,7 +142,7 @@ def ingest(root: Path) -> dict:
         wall = time.perf_counter() - t0
     finally:
         index_plugin._flush = orig
-        from plugins._navigation import close_indexes
+        from kbwatch.plugins._navigation import close_indexes
 
         close_indexes()
         kb.close()
@@ -185,9 +185,9 @@ def cli_single(root: Path, queries: list[str], max_files: int = 100) -> list[flo
 
 def inprocess_latency(root: Path, queries: list[str]) -> dict:
     """Per-query ms around Asker.ask (build_pack) at 100 and 6 files, and around search_documents."""
-    from pipeline.kb import KnowledgeBase
-    from plugins._navigation import close_indexes
-    from plugins.ask import Asker
+    from kbwatch.pipeline.kb import KnowledgeBase
+    from kbwatch.plugins._navigation import close_indexes
+    from kbwatch.plugins.ask import Asker
 
     kb = KnowledgeBase(root)
     asker = Asker(kb, kb.project(PROJECT), include_flagged=True)

@@ -35,8 +35,8 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 DATA = SHARED / "bench-data" / "risk"
 sys.path.insert(0, str(REPO))
 
-from pipeline.model import ParsedDocument  # noqa: E402
-from plugins import scan_format, scan_injection, scan_pii, scan_secrets, scan_unicode  # noqa: E402
+from kbwatch.pipeline.model import ParsedDocument  # noqa: E402
+from kbwatch.plugins import scan_format, scan_injection, scan_pii, scan_secrets, scan_unicode  # noqa: E402
 
 SCANNERS = [scan_injection, scan_secrets, scan_pii, scan_unicode, scan_format]
 SET_KINDS = {

@@ -1,2 +1,2 @@
 """The documented default configuration (``default.toml``), shipped as package data
-(installed as ``pipeline._config``)."""
+(installed as ``kbwatch.pipeline._config``)."""

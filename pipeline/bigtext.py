@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from pipeline.fsutil import _discard, _temp_for, fsync_dir
+from kbwatch.pipeline.fsutil import _discard, _temp_for, fsync_dir
 
 LARGE_CHARS = 1 << 20  # 1 Mi characters
 WINDOW_CHARS = 1 << 20

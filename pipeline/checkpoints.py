@@ -14,8 +14,8 @@ compare):
   the test deletes the flag or after that many seconds.
 
 The points: ``run:opened``, ``stage:<name>:before``, ``stage:<name>:after``
-(:mod:`pipeline.execute`), ``commit:before``, ``commit:after``,
-``source:removed``, ``records:written`` (:mod:`pipeline.commit`).
+(:mod:`kbwatch.pipeline.execute`), ``commit:before``, ``commit:after``,
+``source:removed``, ``records:written`` (:mod:`kbwatch.pipeline.commit`).
 """
 
 from __future__ import annotations

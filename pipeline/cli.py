@@ -16,9 +16,9 @@ from pathlib import Path
 import click
 from loguru import logger
 
-from pipeline import __version__
-from pipeline.config import resolve_root
-from pipeline.errors import ConfigError, KbwatchError
+from kbwatch.pipeline import __version__
+from kbwatch.pipeline.config import resolve_root
+from kbwatch.pipeline.errors import ConfigError, KbwatchError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -38,7 +38,7 @@ class KbwatchGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:  # a bug: one line here, the traceback in the log file
-            from pipeline.logs import log_internal_error
+            from kbwatch.pipeline.logs import log_internal_error
 
             path = log_internal_error(exc, f"kbwatch {ctx.invoked_subcommand or ''}".strip())
             text = " ".join(str(exc).split())[:500]
@@ -67,8 +67,8 @@ def json_option(fn):
 
 
 def open_kb(root: str | None, config_file: Path | None, verbose: bool = False, quiet: bool = False, log_files: bool = True):
-    from pipeline.kb import KnowledgeBase
-    from pipeline.logs import setup_logging
+    from kbwatch.pipeline.kb import KnowledgeBase
+    from kbwatch.pipeline.logs import setup_logging
 
     kb = KnowledgeBase(resolve_root(root), config_file)
     setup_logging(kb.settings, kb.state if log_files else None, verbose=verbose, quiet=quiet)
@@ -123,14 +123,14 @@ def ingest(names, workers, verbose, quiet, progress, as_json, root, config_file)
 
     Example: kbwatch ingest 技术方案
     """
-    from pipeline.ingest import run_ingest
+    from kbwatch.pipeline.ingest import run_ingest
 
     kb = open_kb(root, config_file, verbose=verbose, quiet=quiet or as_json)
     if workers:
         kb.settings["service"]["workers"] = workers
     show = sys.stderr.isatty() if progress is None else progress
     totals, runs = run_ingest(kb, list(names), progress=show and not as_json)
-    from pipeline.project import refused_projects
+    from kbwatch.pipeline.project import refused_projects
 
     refused = [] if names else refused_projects(kb.root)  # a refused NAME already stopped with its reason
     summary = ", ".join(f"{totals.get(k, 0)} {k}" for k in ("done", "duplicate", "conflict", "failed"))
@@ -160,9 +160,9 @@ def demo(directory):
 
     Example: kbwatch demo ./demo-kb && kbwatch watch --root ./demo-kb
     """
-    from pipeline.demo import make_demo
-    from pipeline.ingest import run_ingest
-    from pipeline.logs import setup_logging
+    from kbwatch.pipeline.demo import make_demo
+    from kbwatch.pipeline.ingest import run_ingest
+    from kbwatch.pipeline.logs import setup_logging
 
     kb, project = make_demo(directory)
     setup_logging(kb.settings, kb.state, quiet=True)
@@ -189,7 +189,7 @@ def watch(polling, settle, verbose, root, config_file):
 
     Example: kbwatch watch --root /srv/kb
     """
-    from pipeline.service import run_service
+    from kbwatch.pipeline.service import run_service
 
     kb = open_kb(root, config_file, verbose=verbose)
     if polling is not None:
@@ -212,7 +212,7 @@ def status(as_json, root, config_file):
 
     Example: kbwatch status --json
     """
-    from pipeline.status import collect_status, render_status
+    from kbwatch.pipeline.status import collect_status, render_status
 
     kb = open_kb(root, config_file, log_files=False)
     data = collect_status(kb)
@@ -354,7 +354,7 @@ def journal_rebuild(root, config_file):
 
     Example: kbwatch journal rebuild
     """
-    from pipeline.rebuild_journal import rebuild_journal
+    from kbwatch.pipeline.rebuild_journal import rebuild_journal
 
     kb = open_kb(root, config_file, log_files=False)
     n_runs, n_findings = rebuild_journal(kb)
@@ -374,7 +374,7 @@ def doctor(as_json, root, config_file):
     Exit 1 when something the configuration needs is missing.
     Example: kbwatch doctor --json
     """
-    from pipeline.doctor import as_json as doctor_json, exit_code, render, run_checks
+    from kbwatch.pipeline.doctor import as_json as doctor_json, exit_code, render, run_checks
 
     kb = open_kb(root, config_file, log_files=False)
     checks = run_checks(kb)
@@ -401,7 +401,7 @@ def _command_settings(argv: list[str]) -> dict:
     """The settings the command line will run with (``--root``, ``--config``, kbwatch.toml),
     so that ``[pipeline] disable`` and ``plugins`` decide which commands exist; the defaults
     when they cannot be read (the command itself then reports the configuration error)."""
-    from pipeline.config import load_defaults, load_settings
+    from kbwatch.pipeline.config import load_defaults, load_settings
 
     try:
         config = _option_value(argv, "--config")
@@ -413,7 +413,7 @@ def _command_settings(argv: list[str]) -> dict:
 
 
 def _register_plugin_commands(argv: list[str]) -> None:
-    from pipeline.plugins import build_plugin_manager
+    from kbwatch.pipeline.plugins import build_plugin_manager
 
     settings = _command_settings(argv)
     try:

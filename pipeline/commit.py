@@ -1,8 +1,8 @@
 """Committing: each project's session, its batch of finished runs, and the commit.
 
-Owns the project sessions (:class:`pipeline.project.ProjectSession`, one per
+Owns the project sessions (:class:`kbwatch.pipeline.project.ProjectSession`, one per
 project, made on first use) and what happens to a finished run
-(:class:`pipeline.execute.FinishedRun`) from the moment its thread hands it
+(:class:`kbwatch.pipeline.execute.FinishedRun`) from the moment its thread hands it
 over until its job is released:
 
 1. :meth:`Committer.park`: every stage's ``finish`` sees the run (under the
@@ -13,7 +13,7 @@ over until its job is released:
 2. :meth:`Committer.flush`: the project's files are made durable
    (``ProjectSession.commit``, transient errors retried), then, in this order,
    the sources of done and duplicate runs are removed (only if still the file
-   that was taken), ``runs/*.json`` written (:mod:`pipeline.run_records`), the
+   that was taken), ``runs/*.json`` written (:mod:`kbwatch.pipeline.run_records`), the
    journal updated in one transaction per step (``Journal.supersede_documents``,
    ``Journal.finish_runs``), the session's after-commit callbacks run, and the
    observers (``on_finished`` callbacks, ``kb_run_finished``) told;
@@ -22,7 +22,7 @@ over until its job is released:
 
 A batch that waits too long while no run parks is committed by
 :meth:`Committer.flush_due` (the service's timer) in a short-lived thread.
-Every journal write goes through :class:`pipeline.journal.Journal` methods
+Every journal write goes through :class:`kbwatch.pipeline.journal.Journal` methods
 and every project write through :class:`ProjectSession` methods.
 """
 
@@ -36,19 +36,19 @@ from typing import Any, Callable
 
 from loguru import logger
 
-from pipeline import confine
-from pipeline.checkpoints import checkpoint
-from pipeline.config import state_dir
-from pipeline.errors import TransientError
-from pipeline.execute import FinishedRun
-from pipeline.fsutil import atomic_write, display_path, utc_iso
-from pipeline.journal import Journal
-from pipeline.project import ProjectSession
-from pipeline.retry_policy import retry_transient
-from pipeline.run_queue import Job
-from pipeline.run_records import file_record, finding_row, journal_row, observed, pending_count
-from pipeline.sources import split_name
-from pipeline.stage import RunContext
+from kbwatch.pipeline import confine
+from kbwatch.pipeline.checkpoints import checkpoint
+from kbwatch.pipeline.config import state_dir
+from kbwatch.pipeline.errors import TransientError
+from kbwatch.pipeline.execute import FinishedRun
+from kbwatch.pipeline.fsutil import atomic_write, display_path, utc_iso
+from kbwatch.pipeline.journal import Journal
+from kbwatch.pipeline.project import ProjectSession
+from kbwatch.pipeline.retry_policy import retry_transient
+from kbwatch.pipeline.run_queue import Job
+from kbwatch.pipeline.run_records import file_record, finding_row, journal_row, observed, pending_count
+from kbwatch.pipeline.sources import split_name
+from kbwatch.pipeline.stage import RunContext
 
 
 class Committer:

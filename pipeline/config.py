@@ -3,7 +3,7 @@
 The shipped ``config/default.toml`` is the single declaration of every key:
 its value gives the default and the type. Overrides are validated against it;
 an unknown key or a wrong type raises :class:`ConfigError` naming the key, and
-so does a value its rule in :mod:`pipeline.config_rules` refuses.
+so does a value its rule in :mod:`kbwatch.pipeline.config_rules` refuses.
 Tables under ``[stages.<name>]`` for stages the defaults do not know are free
 form (they belong to third-party stages).
 
@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import ConfigError
+from kbwatch.pipeline.errors import ConfigError
 
 def _default_config() -> Path:
     """config/default.toml of a checkout, else the copy installed as package data."""
@@ -29,7 +29,7 @@ def _default_config() -> Path:
         return here
     from importlib.resources import files
 
-    return Path(str(files("pipeline._config") / "default.toml"))
+    return Path(str(files("kbwatch.pipeline._config") / "default.toml"))
 
 
 DEFAULT_CONFIG = _default_config()
@@ -147,8 +147,8 @@ def _origin(dotted: str, overrides: list[tuple[str, dict]]) -> str:
 
 
 def _check_values(settings: dict, overrides: list[tuple[str, dict]] | None = None) -> None:
-    """Every value against its rule in :mod:`pipeline.config_rules`; the first bad one raises."""
-    from pipeline.config_rules import normalise, problems
+    """Every value against its rule in :mod:`kbwatch.pipeline.config_rules`; the first bad one raises."""
+    from kbwatch.pipeline.config_rules import normalise, problems
 
     normalise(settings)
     found = problems(settings)

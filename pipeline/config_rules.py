@@ -1,6 +1,6 @@
 """What each setting may hold: one rule per key of config/default.toml.
 
-Types come from the defaults (``pipeline.config.merge``); the rules here check
+Types come from the defaults (``kbwatch.pipeline.config.merge``); the rules here check
 values: choices, ranges, and the logging options loguru must accept. Every
 key of default.toml has a rule or is listed in :data:`FREE_FORM` (a test keeps
 it so), so a new key cannot slip in unchecked. A rule returns None when the

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from pipeline.kb import KnowledgeBase
+from kbwatch.pipeline.kb import KnowledgeBase
 
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "ingest"
 

@@ -24,9 +24,9 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pipeline.config import state_dir
-from pipeline.project import discover_projects
-from pipeline.watcher import filesystem_type, is_network_fs
+from kbwatch.pipeline.config import state_dir
+from kbwatch.pipeline.project import discover_projects
+from kbwatch.pipeline.watcher import filesystem_type, is_network_fs
 
 OK, WARN, MISSING = "OK", "WARN", "MISSING"
 
@@ -118,7 +118,7 @@ def _packages() -> list[Check]:
 
 
 def _plugins(kb) -> list[Check]:
-    from pipeline.errors import ConfigError
+    from kbwatch.pipeline.errors import ConfigError
 
     try:
         plugins = kb.plugins

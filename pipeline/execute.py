@@ -1,15 +1,15 @@
 """Running one run: take the source, run the stages, clean up, say how it ended.
 
-Owns everything between a runner thread taking a :class:`~pipeline.run_queue.Job`
-and handing its :class:`FinishedRun` to the commit (:mod:`pipeline.commit`):
+Owns everything between a runner thread taking a :class:`~kbwatch.pipeline.run_queue.Job`
+and handing its :class:`FinishedRun` to the commit (:mod:`kbwatch.pipeline.commit`):
 
 1. checks that may end the job with no run at all (a refused project, a file
    that vanished or was swapped for a link on the way): a journal event, and
    :meth:`RunExecutor.run` returns None;
 2. refusals of the file itself (a link, a special file, a bad name): a failed
    run with no stages;
-3. taking the source once into a private snapshot (:mod:`pipeline.intake`),
-   transient errors retried (:mod:`pipeline.retry_policy`);
+3. taking the source once into a private snapshot (:mod:`kbwatch.pipeline.intake`),
+   transient errors retried (:mod:`kbwatch.pipeline.retry_policy`);
 4. the stage loop: ``concurrent`` stages run outside the project's lock, the
    others serially per project under it (the project's file lock is then
    held until the commit); each stage's status and duration becomes a stage
@@ -31,16 +31,16 @@ from typing import Any, Callable
 
 from loguru import logger
 
-from pipeline import confine, intake
-from pipeline.checkpoints import checkpoint
-from pipeline.errors import StageError, StopRun, TransientError
-from pipeline.fsutil import display_path, new_run_id, utc_iso
-from pipeline.journal import Journal
-from pipeline.project import ProjectSession, project_refusal
-from pipeline.retry_policy import gave_up, give_up_message, retry_transient
-from pipeline.run_queue import Job
-from pipeline.sources import LINK_REFUSAL, classify, name_problem, split_name
-from pipeline.stage import RunContext
+from kbwatch.pipeline import confine, intake
+from kbwatch.pipeline.checkpoints import checkpoint
+from kbwatch.pipeline.errors import StageError, StopRun, TransientError
+from kbwatch.pipeline.fsutil import display_path, new_run_id, utc_iso
+from kbwatch.pipeline.journal import Journal
+from kbwatch.pipeline.project import ProjectSession, project_refusal
+from kbwatch.pipeline.retry_policy import gave_up, give_up_message, retry_transient
+from kbwatch.pipeline.run_queue import Job
+from kbwatch.pipeline.sources import LINK_REFUSAL, classify, name_problem, split_name
+from kbwatch.pipeline.stage import RunContext
 
 REFUSAL_RECHECK_SECONDS = 1.0
 
@@ -260,7 +260,7 @@ class RunExecutor:
 
 
 def _take(path: Path, snapshot_dir: Path) -> intake.Taken:
-    """Open the source once and snapshot it (pipeline.intake); transient errors retried."""
+    """Open the source once and snapshot it (kbwatch.pipeline.intake); transient errors retried."""
     try:
         return intake.take(path, snapshot_dir)
     except (FileNotFoundError, confine.Escape, intake.NotRegular):

@@ -11,7 +11,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline import confine
+from kbwatch.pipeline import confine
 
 CHUNK = 1024 * 1024
 
@@ -35,7 +35,7 @@ TEMP_NAME_MAX = 255 - len(".") - len(".0123abcd.tmp")  # room for a target's nam
 def _temp_for(path: Path) -> Path:
     """A hidden temp name next to ``path`` (its folder created), swept after a crash.
 
-    ``.<name>.<8 hex>.tmp`` (``pipeline.kb.TEMP_RE``); a name too long for the
+    ``.<name>.<8 hex>.tmp`` (``kbwatch.pipeline.kb.TEMP_RE``); a name too long for the
     255-byte limit is cut between UTF-8 characters (the hex keeps it unique).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -58,7 +58,7 @@ def _discard(tmp: Path, dfd: int | None = None) -> None:
 
 def _confined_folder(path: Path) -> int | None:
     """A descriptor of ``path``'s folder (created) reached without following links
-    when ``path`` is below a registered root (see pipeline.confine), else None."""
+    when ``path`` is below a registered root (see kbwatch.pipeline.confine), else None."""
     if not confine.confined(path):
         return None
     return confine.open_dir(path.parent, create=True)

@@ -159,7 +159,7 @@ def adoptable(path: Path) -> bool:
 
 def register_live(db) -> None:
     """Let a running service write ``db`` (an object with ``restore_file() -> bool``, e.g. the
-    search index) back to its path when its file is deleted or replaced (pipeline.state_guard)."""
+    search index) back to its path when its file is deleted or replaced (kbwatch.pipeline.state_guard)."""
     with _LIVE_LOCK:
         _LIVE.add(db)
 

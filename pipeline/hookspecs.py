@@ -53,7 +53,7 @@ the change and each plugin reacts::
     kb_project_changed(project, reason, ...)          after any such change
 
 Both are called with the project's file lock held (one writer per project,
-``pipeline.project_lock``); an implementation writes only the files it owns
+``kbwatch.pipeline.project_lock``); an implementation writes only the files it owns
 and never takes that lock again. A plugin that is disabled simply does not
 react, so its files are left as they are.
 """
@@ -64,14 +64,14 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from pipeline import PROJECT_NAME
+from kbwatch.pipeline import PROJECT_NAME
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
     import click
 
-    from pipeline.model import Finding, ParsedDocument, RunRecord, Settings
+    from kbwatch.pipeline.model import Finding, ParsedDocument, RunRecord, Settings
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 
@@ -87,7 +87,7 @@ def kb_stages() -> list[Any]:
     Each stage object SHALL have a ``name`` (str) and a ``run(ctx)`` method and
     MAY have ``able_to_run(ctx) -> bool``, ``cleanup(ctx)``,
     ``finish(ctx, outcome, message)`` and ``concurrent: bool`` (see
-    :class:`pipeline.stage.Stage`; one stage object serves every run, from
+    :class:`kbwatch.pipeline.stage.Stage`; one stage object serves every run, from
     several threads at once). The TOML list
     ``[pipeline] stages`` picks and orders stages by name; a stage that is
     contributed but not listed never runs.
@@ -112,7 +112,7 @@ def kb_parse(path: Path, ext: str, settings: Settings) -> ParsedDocument | None:
     non-None result. Before any parser runs, the core has checked the
     extension claim and the size bound (``[stages.parse] max_file_mb``); a
     parser need not check either. After it, the core applies the ``no text``
-    rule (:mod:`pipeline.text_presence`). Hook wrappers (``hookwrapper`` or
+    rule (:mod:`kbwatch.pipeline.text_presence`). Hook wrappers (``hookwrapper`` or
     ``wrapper``) wrap every parse; ``tryfirst``/``trylast`` on a parser do not
     change its place (the declared priority does). The call runs in a parse
     worker process when ``[stages.parse] isolate`` says so (``"auto"``: unless
@@ -123,12 +123,12 @@ def kb_parse(path: Path, ext: str, settings: Settings) -> ParsedDocument | None:
         file ``kbwatch scan`` was given); a :class:`pathlib.Path`.
     :param ext: its lower-cased extension including the dot (``".pdf"``).
     :param settings: the resolved configuration.
-    :returns: a :class:`pipeline.model.ParsedDocument` (``parser`` defaults to
+    :returns: a :class:`kbwatch.pipeline.model.ParsedDocument` (``parser`` defaults to
         the claiming ``ParserInfo.name``), or None for "not mine": the next
-        claiming parser tries. Raise :class:`pipeline.errors.PermanentError`
+        claiming parser tries. Raise :class:`kbwatch.pipeline.errors.PermanentError`
         (corrupt, encrypted, not text...) or
-        :class:`pipeline.errors.TransientError` (locked...) to fail; raise
-        :class:`pipeline.parsing.ParseAs` (``".pptx"``) when the file is
+        :class:`kbwatch.pipeline.errors.TransientError` (locked...) to fail; raise
+        :class:`kbwatch.pipeline.parsing.ParseAs` (``".pptx"``) when the file is
         really of another format, and the core parses it again as that. Any
         other exception fails the file as ``parser error``.
     """
@@ -138,7 +138,7 @@ def kb_parse(path: Path, ext: str, settings: Settings) -> ParsedDocument | None:
 def kb_parser_info() -> list[Any]:
     """Declare the parsers a plugin provides.
 
-    :returns: a list of :class:`pipeline.model.ParserInfo` (name, extensions,
+    :returns: a list of :class:`kbwatch.pipeline.model.ParserInfo` (name, extensions,
         priority). Used to order ``kb_parse`` calls and by ``kbwatch plugins``.
     """
 
@@ -187,7 +187,7 @@ def kb_scan(document: ParsedDocument, settings: Settings) -> list[Finding] | Non
     :param document: the parsed document (``document.markdown`` is the text
         that will be published to ``parsed/``).
     :param settings: the resolved configuration.
-    :returns: a list of :class:`pipeline.model.Finding` (or None / empty).
+    :returns: a list of :class:`kbwatch.pipeline.model.Finding` (or None / empty).
     """
 
 
@@ -244,7 +244,7 @@ def kb_document_removed(project: Path, name: str, parsed: str, settings: Setting
     :param parsed: its project-relative parsed path (``parsed/sub/技术方案.md``),
         already deleted.
     :param settings: the resolved configuration.
-    :param journal: the :class:`pipeline.journal.Journal`.
+    :param journal: the :class:`kbwatch.pipeline.journal.Journal`.
     :returns: project-relative paths written (for the run record), or None.
     """
 
@@ -262,7 +262,7 @@ def kb_project_changed(project: Path, reason: str, settings: Settings, journal: 
     :param project: the project folder.
     :param reason: what changed (see above).
     :param settings: the resolved configuration.
-    :param journal: the :class:`pipeline.journal.Journal` (pending findings).
+    :param journal: the :class:`kbwatch.pipeline.journal.Journal` (pending findings).
     :returns: project-relative paths written (for the run record), or None.
     """
 

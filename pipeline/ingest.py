@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from loguru import logger
 
-from pipeline.kb import KnowledgeBase
-from pipeline.runner import FinishedRun, Runner
+from kbwatch.pipeline.kb import KnowledgeBase
+from kbwatch.pipeline.runner import FinishedRun, Runner
 
 
 def run_ingest(kb: KnowledgeBase, names: list[str], progress: bool = False) -> tuple[dict[str, int], list[dict]]:
     """Ingest what sources/ holds now; holds the root's service lock while it works."""
-    from pipeline.service import ServiceLock
+    from kbwatch.pipeline.service import ServiceLock
 
     lock = ServiceLock(kb.state, kb.root)
     lock.acquire("kbwatch watch is running on this root (pid {pid}) and ingests sources/ itself; "
@@ -79,8 +79,8 @@ def _order_key(kb: KnowledgeBase):
     batch (longest-processing-time-first, with the size standing in for the
     time).
     """
-    from pipeline.parsing import choose_parser, isolated
-    from pipeline.sources import split_name
+    from kbwatch.pipeline.parsing import choose_parser, isolated
+    from kbwatch.pipeline.sources import split_name
 
     cache: dict[str, bool] = {}
 

@@ -3,7 +3,7 @@
 A file in ``sources/`` belongs to whoever can write to the shared folder; it
 can be replaced by a link to any file between two reads. So a run opens the
 source exactly once, without following a link at any step
-(:func:`pipeline.confine.open_file`), checks with ``fstat`` that it is a
+(:func:`kbwatch.pipeline.confine.open_file`), checks with ``fstat`` that it is a
 regular file, and copies what it reads into ``<state>/intake/<folder>/<name>``
 (one folder per runner thread, which runs one file at a time)
 while hashing it, in one pass. Every stage then works on that snapshot: what
@@ -24,8 +24,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline import confine
-from pipeline.sources import mode_refusal
+from kbwatch.pipeline import confine
+from kbwatch.pipeline.sources import mode_refusal
 
 CHUNK = 1024 * 1024
 
@@ -51,8 +51,8 @@ class Taken:
 def take(source: Path, folder: Path) -> Taken:
     """Open ``source`` once (no links followed) and copy it to ``folder/<its name>``.
 
-    Raises FileNotFoundError (gone), :class:`pipeline.confine.Escape` (a link on
-    the way; :class:`pipeline.confine.LinkedFile` for the file itself),
+    Raises FileNotFoundError (gone), :class:`kbwatch.pipeline.confine.Escape` (a link on
+    the way; :class:`kbwatch.pipeline.confine.LinkedFile` for the file itself),
     :class:`NotRegular`, :class:`Changed`, or another OSError.
     """
     fd = confine.open_file(source)

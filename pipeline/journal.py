@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import sqlite_utils
 
-from pipeline.heal import adoptable, copy_live, file_identity, move_aside, quick_check
+from kbwatch.pipeline.heal import adoptable, copy_live, file_identity, move_aside, quick_check
 
 SCHEMA_VERSION = 1
 

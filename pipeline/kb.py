@@ -16,18 +16,18 @@ from pathlib import Path
 
 from loguru import logger
 
-from pipeline import confine
-from pipeline.config import load_settings, state_dir
-from pipeline.errors import ConfigError, KbwatchError
-from pipeline.formats.knowledge_md import render_knowledge
-from pipeline.formats.manifest import Manifest
-from pipeline.formats.project_md import ProjectMd
-from pipeline.formats.run_record import build_record
-from pipeline.fsutil import atomic_write, display_path, iso_minute, now_local, utc_iso
-from pipeline.journal import Journal
-from pipeline.plugins import PluginSet, build_plugin_manager
-from pipeline.project import PROJECT_DIRS, discover_projects, is_project, project_refusal, refused_projects
-from pipeline.sources import SourceEntry, walk_sources
+from kbwatch.pipeline import confine
+from kbwatch.pipeline.config import load_settings, state_dir
+from kbwatch.pipeline.errors import ConfigError, KbwatchError
+from kbwatch.pipeline.formats.knowledge_md import render_knowledge
+from kbwatch.pipeline.formats.manifest import Manifest
+from kbwatch.pipeline.formats.project_md import ProjectMd
+from kbwatch.pipeline.formats.run_record import build_record
+from kbwatch.pipeline.fsutil import atomic_write, display_path, iso_minute, now_local, utc_iso
+from kbwatch.pipeline.journal import Journal
+from kbwatch.pipeline.plugins import PluginSet, build_plugin_manager
+from kbwatch.pipeline.project import PROJECT_DIRS, discover_projects, is_project, project_refusal, refused_projects
+from kbwatch.pipeline.sources import SourceEntry, walk_sources
 
 INVALID_PROJECT_CHARS = set('/\\\0')
 TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{8}\.tmp$")
@@ -58,7 +58,7 @@ class KnowledgeBase:
     @property
     def journal(self) -> Journal:
         if self._journal is None:
-            from pipeline.heal import open_healing
+            from kbwatch.pipeline.heal import open_healing
 
             path = self.state / "journal.sqlite3"
             self._journal = open_healing(path, lambda: Journal(path), self._rebuild_fresh_journal, "journal")
@@ -66,7 +66,7 @@ class KnowledgeBase:
 
     def _rebuild_fresh_journal(self, journal: Journal) -> str:
         """Fill a journal that replaced a corrupt one from runs/ (rebuild_journal uses self.journal)."""
-        from pipeline.rebuild_journal import rebuild_journal
+        from kbwatch.pipeline.rebuild_journal import rebuild_journal
 
         self._journal = journal
         n_runs, n_findings = rebuild_journal(self)

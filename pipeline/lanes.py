@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipeline.parsing import choose_parser, isolated
-from pipeline.sources import split_name
+from kbwatch.pipeline.parsing import choose_parser, isolated
+from kbwatch.pipeline.sources import split_name
 
 LARGE_TEXT_BYTES = 4 * 1024 * 1024
 

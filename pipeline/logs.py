@@ -58,7 +58,7 @@ def current_log_file() -> Path | None:
 def log_file_for(settings: dict | None) -> Path:
     """``<state_dir>/logs/kbwatch.log`` of these settings, or a file in the temp folder without them."""
     if settings and "_root" in settings:
-        from pipeline.config import state_dir
+        from kbwatch.pipeline.config import state_dir
 
         return state_dir(settings) / "logs" / LOG_NAME
     uid = os.getuid() if hasattr(os, "getuid") else "user"

@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-Settings = dict  # the resolved configuration: a nested dict (see pipeline.config)
+Settings = dict  # the resolved configuration: a nested dict (see kbwatch.pipeline.config)
 
 
 @dataclass

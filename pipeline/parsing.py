@@ -8,7 +8,7 @@ Owns:
   claim (``unsupported`` when no parser declares it); the parse itself, in a
   worker process when ``[stages.parse] isolate`` says so (:func:`isolated`)
   and the caller can offload, else in the calling thread; the ``no text``
-  rule (:mod:`pipeline.text_presence`), once for every parser.
+  rule (:mod:`kbwatch.pipeline.text_presence`), once for every parser.
 - :func:`call_parsers`: the ``kb_parse`` hook call for one extension;
   :func:`parse_file`: that call in this process after the size bound.
 - :func:`parse_in_worker` / :func:`worker_warmup`: the worker-process side.
@@ -41,10 +41,10 @@ from pathlib import Path
 import pluggy
 from loguru import logger
 
-from pipeline.errors import PermanentError, StageError
-from pipeline.model import ParsedDocument, ParserInfo
-from pipeline.plugins import PluginSet, build_plugin_manager
-from pipeline.text_presence import has_text
+from kbwatch.pipeline.errors import PermanentError, StageError
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline.plugins import PluginSet, build_plugin_manager
+from kbwatch.pipeline.text_presence import has_text
 
 _WORKER_PLUGINS: dict[str, PluginSet] = {}
 
@@ -124,7 +124,7 @@ def _max_file_mb(settings) -> float:
 
 @functools.lru_cache(maxsize=1)
 def _default_max_file_mb() -> float:
-    from pipeline.config import load_defaults
+    from kbwatch.pipeline.config import load_defaults
 
     return load_defaults()["stages"]["parse"]["max_file_mb"]
 
@@ -161,7 +161,7 @@ def call_parsers(plugins: PluginSet, path: Path, ext: str, settings: dict) -> Pa
 def _in_process(plugins: PluginSet, path: Path, ext: str, settings: dict) -> ParsedDocument:
     """:func:`call_parsers` here: an exception a parser did not mean (anything but a
     ``StageError``) fails the file as ``parser error``, as it does in a worker process
-    (:mod:`pipeline.workers`), with the traceback in the debug log."""
+    (:mod:`kbwatch.pipeline.workers`), with the traceback in the debug log."""
     try:
         return call_parsers(plugins, path, ext, settings)
     except (StageError, MemoryError):

@@ -5,7 +5,7 @@ Order of registration (as tox and pytest do it):
 1. the modules named in :data:`BUILTIN_PLUGINS` (the built-in stages, parsers,
    scanners and commands), unless named in ``[pipeline] disable``; each is
    registered under its short name (``knowledge``), the name ``kbwatch
-   plugins`` prints and ``disable`` takes (the dotted ``plugins.knowledge``
+   plugins`` prints and ``disable`` takes (the dotted ``kbwatch.plugins.knowledge``
    is accepted too). A built-in that fails to import is logged once (one
    warning line), skipped and shown by ``kbwatch plugins``, like a broken
    third-party plugin: everything else keeps working;
@@ -33,17 +33,17 @@ from typing import Any
 import pluggy
 from loguru import logger
 
-from pipeline import PROJECT_NAME, hookspecs
-from pipeline.errors import ConfigError
-from pipeline.model import ParserInfo
+from kbwatch.pipeline import PROJECT_NAME, hookspecs
+from kbwatch.pipeline.errors import ConfigError
+from kbwatch.pipeline.model import ParserInfo
 
-BUILTIN_PACKAGE = "plugins"
+BUILTIN_PACKAGE = "kbwatch.plugins"
 ENTRY_POINT_GROUP = "kbwatch"
 
-# The built-in plugins, by short name (module ``plugins.<name>``), in registration
+# The built-in plugins, by short name (module ``kbwatch.plugins.<name>``), in registration
 # order (as pytest's ``default_plugins`` and datasette's ``DEFAULT_PLUGINS``).
 # A plugin never imports another one: what several of them need is a hook
-# (pipeline.hookspecs) or a core service. Modules starting with ``_`` are
+# (kbwatch.pipeline.hookspecs) or a core service. Modules starting with ``_`` are
 # libraries the plugins use, not plugins.
 BUILTIN_PLUGINS: tuple[str, ...] = (  # alphabetical: the order pluggy has always seen
     "archive", "ask", "conflict", "index", "knowledge", "manifest", "parse",
@@ -140,7 +140,8 @@ class PluginSet:
 
 def is_disabled(name: str, disabled: set[str]) -> bool:
     """True when ``[pipeline] disable`` names built-in ``name`` (short or dotted form)."""
-    return name in disabled or f"{BUILTIN_PACKAGE}.{name}" in disabled
+    # the short name kbwatch plugins prints, the installed module name, or the pre-0.2 ``plugins.<name>``
+    return name in disabled or f"{BUILTIN_PACKAGE}.{name}" in disabled or f"plugins.{name}" in disabled
 
 
 def _import_path(path: Path) -> Any:

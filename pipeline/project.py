@@ -7,7 +7,7 @@ registration order, after fsync'ing the new archive and parsed files. Only
 then does the runner remove sources. Many runs can share one commit, so a
 project with 10,000 documents does not rewrite manifest.json per file.
 
-The session holds the project's file lock (:mod:`pipeline.project_lock`)
+The session holds the project's file lock (:mod:`kbwatch.pipeline.project_lock`)
 from ``hold_files()`` (the runner calls it when a run enters its serial
 stages, or parks) until ``release_files()`` after the commit. Whenever it
 re-takes the lock after someone else held it, what it cached from the
@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from pipeline.fsutil import atomic_write_many
-from pipeline.project_lock import ProjectFileLock, project_file_lock  # noqa: F401  (project_file_lock: re-exported)
+from kbwatch.pipeline.fsutil import atomic_write_many
+from kbwatch.pipeline.project_lock import ProjectFileLock, project_file_lock  # noqa: F401  (project_file_lock: re-exported)
 
 SOURCES = "sources"
 PROJECT_DIRS = ("sources", "parsed", "archive", "runs")

@@ -4,7 +4,7 @@ The rule: whoever changes a project's files (manifest.json, project.md,
 KNOWLEDGE.md, reviews.json, parsed/, the data_structure.md files, runs/)
 holds the project's lock from the moment it reads the project state it will
 write back until its writes are durable. The service's commit session
-(:class:`pipeline.project.ProjectSession`) holds it from the first serial
+(:class:`kbwatch.pipeline.project.ProjectSession`) holds it from the first serial
 stage of a batch until the batch is committed and its after-commit updates
 are written; ``remove``, ``rebuild``, ``review`` and ``index rebuild`` hold
 it around their whole read-modify-write. So no in-memory copy of a project

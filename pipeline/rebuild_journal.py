@@ -17,11 +17,11 @@ from datetime import datetime, timezone
 
 from loguru import logger
 
-from pipeline.formats.manifest import Manifest
-from pipeline.formats.run_record import read_record
-from pipeline.kb import KnowledgeBase
-from pipeline.reviews import load_decisions
-from pipeline.sources import split_name
+from kbwatch.pipeline.formats.manifest import Manifest
+from kbwatch.pipeline.formats.run_record import read_record
+from kbwatch.pipeline.kb import KnowledgeBase
+from kbwatch.pipeline.reviews import load_decisions
+from kbwatch.pipeline.sources import split_name
 
 STAMP_RE = re.compile(r"^ingest-(\d{8}T\d{6}Z)-")
 

@@ -1,6 +1,6 @@
 """Retry policy: when and how often a failed step or run is tried again.
 
-Owns the three rules a transient failure (:class:`pipeline.errors.TransientError`)
+Owns the three rules a transient failure (:class:`kbwatch.pipeline.errors.TransientError`)
 meets, from the shortest to the longest time scale:
 
 - inside one run, :func:`retry_transient` retries the failing step (taking the
@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import tenacity
 
-from pipeline.errors import TransientError
+from kbwatch.pipeline.errors import TransientError
 
 RETRYABLE_IN_RUN = 3  # quick attempts inside one run before the journal takes over
 

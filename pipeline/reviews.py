@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline.fsutil import atomic_write
+from kbwatch.pipeline.fsutil import atomic_write
 
 REVIEWS_FILE = "reviews.json"
 

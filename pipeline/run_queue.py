@@ -6,7 +6,7 @@ Owns which files are waiting or running and the threads that take them:
   held from :meth:`RunQueue.submit` until :meth:`RunQueue.release`, so a file
   is never queued twice at once (nor while its run waits for its commit);
 - two lanes: the ordinary one, served by several threads, and the large-text
-  one (:mod:`pipeline.lanes`), served by one thread, so large texts never
+  one (:mod:`kbwatch.pipeline.lanes`), served by one thread, so large texts never
   occupy every thread;
 - ``in_flight`` counts jobs from submit to release; :meth:`RunQueue.wait_idle`
   waits for it to reach zero;
@@ -15,7 +15,7 @@ Owns which files are waiting or running and the threads that take them:
   their current job is over.
 
 What a thread does with a job is the ``handle`` callback (the runner's
-:meth:`pipeline.runner.Runner.handle`); a job dropped without being handled
+:meth:`kbwatch.pipeline.runner.Runner.handle`); a job dropped without being handled
 is passed to ``dropped`` before it is released.
 """
 
@@ -48,7 +48,7 @@ class RunQueue:
         self._handle = handle
         self._dropped = dropped
         self._queue: queue.Queue[Job | None] = queue.Queue()
-        self._large_queue: queue.Queue[Job | None] = queue.Queue()  # pipeline.lanes: one large text at a time
+        self._large_queue: queue.Queue[Job | None] = queue.Queue()  # kbwatch.pipeline.lanes: one large text at a time
         self._keys: set[tuple[str, str]] = set()
         self._keys_lock = threading.Lock()
         self._threads: list[threading.Thread] = []

@@ -1,14 +1,14 @@
 """Record shaping: what a committed run becomes.
 
-Owns the three shapes of a finished run (:class:`pipeline.execute.FinishedRun`)
+Owns the three shapes of a finished run (:class:`kbwatch.pipeline.execute.FinishedRun`)
 after its commit, all built from the same fields:
 
 - its run record, ``runs/<run_id>.json`` (:func:`file_record`, through
-  :mod:`pipeline.formats.run_record`), with the project's pending findings
+  :mod:`kbwatch.pipeline.formats.run_record`), with the project's pending findings
   count (:func:`pending_count`);
 - its journal rows: the run (:func:`journal_row`) and its findings
-  (:func:`finding_row`; stage rows are made by :mod:`pipeline.execute`);
-- the :class:`pipeline.model.RunRecord` that ``kb_run_finished`` observers
+  (:func:`finding_row`; stage rows are made by :mod:`kbwatch.pipeline.execute`);
+- the :class:`kbwatch.pipeline.model.RunRecord` that ``kb_run_finished`` observers
   get (:func:`observed`).
 """
 
@@ -18,13 +18,13 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from pipeline.formats.run_record import build_record
-from pipeline.journal import Journal
-from pipeline.model import RunRecord
-from pipeline.retry_policy import backoff_seconds
+from kbwatch.pipeline.formats.run_record import build_record
+from kbwatch.pipeline.journal import Journal
+from kbwatch.pipeline.model import RunRecord
+from kbwatch.pipeline.retry_policy import backoff_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pipeline.execute import FinishedRun
+    from kbwatch.pipeline.execute import FinishedRun
 
 
 def file_record(run: "FinishedRun", pending: int) -> dict:

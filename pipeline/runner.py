@@ -1,23 +1,23 @@
 """The runner: one event = one file = one run, through the configured stages.
 
-``Runner`` is the facade the watcher (:mod:`pipeline.service`) and
-``kbwatch ingest`` (:mod:`pipeline.ingest`) drive; it owns only the wiring of
+``Runner`` is the facade the watcher (:mod:`kbwatch.pipeline.service`) and
+``kbwatch ingest`` (:mod:`kbwatch.pipeline.ingest`) drive; it owns only the wiring of
 the parts below and the parse worker pool. One job, top-down:
 
 1. :meth:`Runner.submit` queues a file, never twice at once
-   (:mod:`pipeline.run_queue`: jobs, keys, threads, the large-text lane,
+   (:mod:`kbwatch.pipeline.run_queue`: jobs, keys, threads, the large-text lane,
    idle and stop); the project's session counts it as active
    (``ProjectSession.enter``);
 2. a runner thread calls :meth:`Runner.handle`, which runs the stages of that
-   one run (:mod:`pipeline.execute`: take the source, the stage loop,
+   one run (:mod:`kbwatch.pipeline.execute`: take the source, the stage loop,
    cleanup, one ``FinishedRun``);
 3. the finished run is parked on its project session and committed with its
-   batch (:mod:`pipeline.commit`: the project's files made durable, then
-   sources removed, run records written (:mod:`pipeline.run_records`) and the
+   batch (:mod:`kbwatch.pipeline.commit`: the project's files made durable, then
+   sources removed, run records written (:mod:`kbwatch.pipeline.run_records`) and the
    journal updated), after which its job is released.
 
-Transient failures follow :mod:`pipeline.retry_policy`; tests pause a run at
-named points through :mod:`pipeline.checkpoints`.
+Transient failures follow :mod:`kbwatch.pipeline.retry_policy`; tests pause a run at
+named points through :mod:`kbwatch.pipeline.checkpoints`.
 """
 
 from __future__ import annotations
@@ -30,18 +30,18 @@ from typing import Any, Callable
 
 from loguru import logger
 
-from pipeline.checkpoints import checkpoint
-from pipeline.commit import Committer
-from pipeline.config import state_dir
-from pipeline.execute import REFUSAL_RECHECK_SECONDS, FinishedRun, RunExecutor
-from pipeline.journal import Journal
-from pipeline.lanes import is_large_text
-from pipeline.parsing import worker_warmup
-from pipeline.plugins import PluginSet
-from pipeline.project import ProjectSession
-from pipeline.retry_policy import RETRYABLE_IN_RUN, backoff_seconds
-from pipeline.run_queue import Job, RunQueue
-from pipeline.workers import WorkerPool
+from kbwatch.pipeline.checkpoints import checkpoint
+from kbwatch.pipeline.commit import Committer
+from kbwatch.pipeline.config import state_dir
+from kbwatch.pipeline.execute import REFUSAL_RECHECK_SECONDS, FinishedRun, RunExecutor
+from kbwatch.pipeline.journal import Journal
+from kbwatch.pipeline.lanes import is_large_text
+from kbwatch.pipeline.parsing import worker_warmup
+from kbwatch.pipeline.plugins import PluginSet
+from kbwatch.pipeline.project import ProjectSession
+from kbwatch.pipeline.retry_policy import RETRYABLE_IN_RUN, backoff_seconds
+from kbwatch.pipeline.run_queue import Job, RunQueue
+from kbwatch.pipeline.workers import WorkerPool
 
 __all__ = [
     "Runner", "Job", "FinishedRun", "checkpoint", "backoff_seconds",

@@ -6,13 +6,14 @@ rescan every ``rescan_seconds``, retries due from the journal, and commits
 that remove a source only after its copies are durable. One service per
 root (an flock on the root directory and in the state dir: a killed service
 leaves no stale lock, a deleted state dir lets no second one start and is
-restored at the next heartbeat, see pipeline.state_guard).
+restored at the next heartbeat, see kbwatch.pipeline.state_guard).
 SIGTERM/SIGINT: stop taking files, let runs in flight finish or abandon them
 cleanly (nothing half-moved), exit 0.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import fcntl
 import json
 import os
@@ -27,14 +28,14 @@ from watchdog.events import (
 )
 from watchdog.observers.polling import PollingObserver
 
-from pipeline.errors import ConfigError
-from pipeline.fsutil import display_path
-from pipeline.heap import trim as trim_heap
-from pipeline.kb import KnowledgeBase
-from pipeline.project import discover_projects, refused_projects
-from pipeline.runner import Runner
-from pipeline.sources import project_of
-from pipeline.watcher import SourceEvents, StabilityTracker, choose_observer
+from kbwatch.pipeline.errors import ConfigError
+from kbwatch.pipeline.fsutil import display_path
+from kbwatch.pipeline.heap import trim as trim_heap
+from kbwatch.pipeline.kb import KnowledgeBase
+from kbwatch.pipeline.project import discover_projects, refused_projects
+from kbwatch.pipeline.runner import Runner
+from kbwatch.pipeline.sources import project_of
+from kbwatch.pipeline.watcher import SourceEvents, StabilityTracker, choose_observer
 
 LOCK_NAME = "watch.lock"
 
@@ -76,7 +77,7 @@ class ServiceLock:
         self.fd = fd
 
     def _lock_root(self, busy_message: str) -> int | None:
-        from pipeline.lock_owner import flock_holder
+        from kbwatch.pipeline.lock_owner import flock_holder
 
         rfd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
         try:
@@ -173,7 +174,7 @@ class WatchService:
         self._watch_lock = threading.Lock()
         self._refused: dict[str, str] = {}  # project -> reason, logged once each
         self.started_at = time.time()
-        self.state_guard = None  # set by run_service (pipeline.state_guard.StateGuard)
+        self.state_guard = None  # set by run_service (kbwatch.pipeline.state_guard.StateGuard)
 
     # -- watches ---------------------------------------------------------------
     def _schedule(self, path: Path, recursive: bool) -> None:
@@ -372,7 +373,7 @@ class WatchService:
 
 
 def run_service(kb: KnowledgeBase) -> int:
-    from pipeline.state_guard import StateGuard
+    from kbwatch.pipeline.state_guard import StateGuard
 
     lock = ServiceLock(kb.state, kb.root)
     lock.acquire()
@@ -385,6 +386,8 @@ def run_service(kb: KnowledgeBase) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    # `kill -USR1 <pid>` prints every thread's stack to stderr: what a service that seems stuck is doing
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         service.run()
         kb.end_work()

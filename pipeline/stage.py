@@ -14,9 +14,9 @@ A stage (contributed through ``kb_stages``):
   to ``ctx`` (parse, scan); such stages run outside the per-project commit
   lock, so several files are parsed at once. Other stages run serially per
   project under the lock.
-- SHALL stop a run with :class:`pipeline.errors.StopRun` (conflict,
-  duplicate) and fail it with :class:`pipeline.errors.TransientError` or
-  :class:`pipeline.errors.PermanentError`.
+- SHALL stop a run with :class:`kbwatch.pipeline.errors.StopRun` (conflict,
+  duplicate) and fail it with :class:`kbwatch.pipeline.errors.TransientError` or
+  :class:`kbwatch.pipeline.errors.PermanentError`.
 - SHALL NOT delete or move the source: the runner removes it only after the
   project's files are durable.
 
@@ -34,7 +34,7 @@ on ``ctx`` (``ctx.stash``) and per-project state on the session
 (``ctx.project.cached``...), never on the stage object.
 
 finish: when a run is over and handed to its project's commit
-(:meth:`pipeline.commit.Committer.park`), ``finish(ctx, outcome, message)``
+(:meth:`kbwatch.pipeline.commit.Committer.park`), ``finish(ctx, outcome, message)``
 of EVERY configured stage that has one is called, in configured order, under
 the project's lock with its file lock held, before the run joins the batch.
 It is called for every run that will be committed, whatever ended it:
@@ -56,8 +56,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pipeline.model import Finding, ParsedDocument
-    from pipeline.project import ProjectSession
+    from kbwatch.pipeline.model import Finding, ParsedDocument
+    from kbwatch.pipeline.project import ProjectSession
 
 
 class Stage:
@@ -120,7 +120,7 @@ typed field here (``parsed``, ``findings``, ``archived``, ``parsed_path``,
     event: str = "new"  # "new" | "version": set by the manifest stage
     summary: str = ""  # one-line summary for the file index
     stash: dict[str, Any] = field(default_factory=dict)
-    # the private snapshot of the source (pipeline.intake) that stages read: opened once,
+    # the private snapshot of the source (kbwatch.pipeline.intake) that stages read: opened once,
     # without following links, and hashed as read; None only outside the runner
     content: Path | None = None
 

@@ -1,12 +1,12 @@
 """A running service puts its state dir back when it is deleted or replaced under it.
 
-Checked at each heartbeat, in a background thread (pipeline.service): the state dir, the pid file
+Checked at each heartbeat, in a background thread (kbwatch.pipeline.service): the state dir, the pid file
 ``watch.lock``, the ``busy`` marker, the journal and the search index. The
 journal and index are written back from the live databases the service still
 has open (SQLite's online backup, nothing lost); a journal that is unusable
 too is rebuilt from runs/. One warning line says what was restored. The
 single-service guarantee does not depend on any of this: the lock on the
-root directory itself holds throughout (pipeline.service.ServiceLock).
+root directory itself holds throughout (kbwatch.pipeline.service.ServiceLock).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class StateGuard:
             if not self.kb.state.is_dir():
                 self.kb.state.mkdir(parents=True, exist_ok=True)
                 restored.append("the state dir")
-                from pipeline.logs import reopen_log_file
+                from kbwatch.pipeline.logs import reopen_log_file
 
                 reopen_log_file()  # the log file went with it
             if self.lock.restore_pid_file():
@@ -56,7 +56,7 @@ class StateGuard:
             with self.kb.journal.locked():  # runs committing meanwhile wait, so none is counted twice
                 journal = self.kb.journal.restore_file()
                 if journal == "empty":
-                    from pipeline.rebuild_journal import rebuild_journal
+                    from kbwatch.pipeline.rebuild_journal import rebuild_journal
 
                     n_runs, _ = rebuild_journal(self.kb)
             if journal == "empty":
@@ -81,7 +81,7 @@ class StateGuard:
         """A journal damaged in place while open: move it aside and rebuild it from runs/ (one warning line)."""
         import sqlite3
 
-        from pipeline.heal import is_corrupt
+        from kbwatch.pipeline.heal import is_corrupt
 
         journal = self.kb.journal
         with journal.locked():
@@ -93,7 +93,7 @@ class StateGuard:
                 if not is_corrupt(exc):
                     raise
                 reason = str(exc)
-            from pipeline.rebuild_journal import rebuild_journal
+            from kbwatch.pipeline.rebuild_journal import rebuild_journal
 
             aside = journal.start_fresh()
             n_runs, n_findings = rebuild_journal(self.kb)
@@ -102,6 +102,6 @@ class StateGuard:
 
     @staticmethod
     def _restore_index() -> bool:
-        from pipeline.heal import restore_live
+        from kbwatch.pipeline.heal import restore_live
 
         return restore_live()  # the search index registers itself (plugins/_navigation.py)

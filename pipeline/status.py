@@ -6,9 +6,9 @@ import json
 import os
 import time
 
-from pipeline.formats.knowledge_md import read_frontmatter
-from pipeline.kb import KnowledgeBase
-from pipeline.project import refused_projects
+from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
+from kbwatch.pipeline.kb import KnowledgeBase
+from kbwatch.pipeline.project import refused_projects
 
 
 def _pid_alive(pid: int | None) -> bool:

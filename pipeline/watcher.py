@@ -27,7 +27,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from pipeline.sources import is_ignored
+from kbwatch.pipeline.sources import is_ignored
 
 NETWORK_FS = {
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "davfs", "lustre",

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from loguru import logger
 
-from pipeline.errors import PermanentError, StageError, TransientError
+from kbwatch.pipeline.errors import PermanentError, StageError, TransientError
 
 _CTX = mp.get_context("spawn")
 
@@ -84,7 +84,7 @@ def _forkserver_context(preload: list[str]):
     preload list; later pools share that server.
     """
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["pipeline.parsing", *preload])
+    ctx.set_forkserver_preload(["kbwatch.pipeline.parsing", *preload])
     return ctx
 
 

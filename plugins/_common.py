@@ -1,7 +1,7 @@
 """Helpers shared by the parser plugins (no hooks here).
 
 The core checks the extension claim and the size bound before a parser runs
-(:mod:`pipeline.parsing`); nothing here repeats them.
+(:mod:`kbwatch.pipeline.parsing`); nothing here repeats them.
 
 Owns: reading parse options from the settings dict, container
 checks done *before* a library opens a file (zip-bomb limits, DTD/entity
@@ -19,8 +19,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import stage_defaults, stage_options
-from pipeline.errors import PermanentError
+from kbwatch.pipeline.config import stage_defaults, stage_options
+from kbwatch.pipeline.errors import PermanentError
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 ZIP_MAGIC = b"PK\x03\x04"

@@ -7,12 +7,12 @@ import os
 import threading
 from pathlib import Path
 
-from pipeline.config import stage_options, state_dir
-from pipeline.formats.data_structure import FILE_NAME, folder_tree, render_folder, render_root
-from pipeline.formats.manifest import Manifest
-from pipeline.formats.project_md import HEADINGS, ProjectMd
-from pipeline.fsutil import atomic_write, human_minute, now_local
-from pipeline.project import discover_projects
+from kbwatch.pipeline.config import stage_options, state_dir
+from kbwatch.pipeline.formats.data_structure import FILE_NAME, folder_tree, render_folder, render_root
+from kbwatch.pipeline.formats.manifest import Manifest
+from kbwatch.pipeline.formats.project_md import HEADINGS, ProjectMd
+from kbwatch.pipeline.fsutil import atomic_write, human_minute, now_local
+from kbwatch.pipeline.project import discover_projects
 
 _INDEXES: dict[str, object] = {}
 _LOCK = threading.Lock()
@@ -23,10 +23,10 @@ def open_index(settings: dict):
     """The process-wide SearchIndex of this root (``<state_dir>/search.sqlite3``).
 
     An index file SQLite cannot use is moved aside (``*.corrupt-<stamp>``) and
-    rebuilt from every project's parsed/ (pipeline.heal), with one warning line.
+    rebuilt from every project's parsed/ (kbwatch.pipeline.heal), with one warning line.
     """
-    from pipeline.heal import open_healing, register_live
-    from plugins._retrieval import SearchIndex
+    from kbwatch.pipeline.heal import open_healing, register_live
+    from kbwatch.plugins._retrieval import SearchIndex
 
     path = str(state_dir(settings) / "search.sqlite3")
     with _LOCK:
@@ -55,8 +55,8 @@ def _capped(idx, settings: dict):
 def heal_index(settings: dict, reason: BaseException):
     """The index failed mid-use (e.g. "database disk image is malformed" in a query):
     move it aside, rebuild it from parsed/, return the fresh one (one warning line)."""
-    from pipeline.heal import heal_lock, move_aside, register_live
-    from plugins._retrieval import SearchIndex
+    from kbwatch.pipeline.heal import heal_lock, move_aside, register_live
+    from kbwatch.plugins._retrieval import SearchIndex
 
     path = Path(state_dir(settings) / "search.sqlite3")
     with _LOCK:

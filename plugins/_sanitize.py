@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from pipeline.model import Finding
+from kbwatch.pipeline.model import Finding
 
 MARKER = "[hidden-unicode removed]"
 _STRIP_RULES = ("hidden-unicode.tag-chars", "hidden-unicode.bidi-control")

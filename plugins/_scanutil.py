@@ -10,7 +10,7 @@ underscore keeps it out of plugin discovery).
 - :func:`normalize` builds a matching view of a text (NFKC, lower case,
   confusable folding, default-ignorable characters dropped, letter-spacing
   collapsed) with a map back to original offsets.
-- :func:`make_finding` builds a :class:`pipeline.model.Finding` honouring
+- :func:`make_finding` builds a :class:`kbwatch.pipeline.model.Finding` honouring
   ``allow_rules`` / ``allow_fingerprints``.
 """
 
@@ -24,8 +24,8 @@ import unicodedata
 from collections import Counter
 from typing import Any, Iterable
 
-from pipeline.config import stage_options
-from pipeline.model import Finding
+from kbwatch.pipeline.config import stage_options
+from kbwatch.pipeline.model import Finding
 
 # --------------------------------------------------------------------------
 # settings

@@ -5,11 +5,11 @@ partitioners and builds its sentence tokenizer, so that every forked worker
 starts warm (see ``kb_worker_preload`` in ``plugins/parse_unstructured.py``).
 """
 
-from plugins._offline import ensure_offline
+from kbwatch.plugins._offline import ensure_offline
 
 ensure_offline()
 
-from plugins.parse_unstructured import kb_worker_started  # noqa: E402
+from kbwatch.plugins.parse_unstructured import kb_worker_started  # noqa: E402
 
 try:
     kb_worker_started(settings={})

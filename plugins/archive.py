@@ -1,6 +1,6 @@
 """Stage ``archive``: publish this version — the original to archive/, the text to parsed/.
 
-The original (the run's snapshot of it, pipeline.intake) is hard-linked or
+The original (the run's snapshot of it, kbwatch.pipeline.intake) is hard-linked or
 copied (never moved: the runner removes the source only after the commit,
 which fsyncs the copy first) to ``archive/<sub>/<stem>_YYYYMMDDHHmm<ext>``, adding
 seconds and then ``-2``, ``-3``… when taken (DESIGN §2). A copy left by a run
@@ -8,7 +8,7 @@ that crashed before its commit (same content, not in the manifest) is reused,
 so a re-run adds no second archive file. ``parsed/<name>.md`` is written
 atomically with its header comments (DESIGN §5), in parts: a large body is
 never copied into one more whole-file string. A name too long to take the
-timestamp is shortened for both (``pipeline.formats.archive_names``).
+timestamp is shortened for both (``kbwatch.pipeline.formats.archive_names``).
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipeline import hookimpl
-from pipeline.errors import PermanentError
-from pipeline.formats.archive_names import (
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.errors import PermanentError
+from kbwatch.pipeline.formats.archive_names import (
     ARCHIVE_RE, NAME_MAX, NameTooLong, choose_archive_name, fit_stem, parsed_path,
 )
-from pipeline.formats.manifest import session_manifest
-from pipeline.bigtext import LARGE_CHARS, write_parts_atomic
-from pipeline.formats.parsed import render_parsed_parts
-from pipeline.fsutil import copy_file, human_minute, link_or_copy, now_local, sha256_file
-from pipeline.stage import RunContext, Stage
+from kbwatch.pipeline.formats.manifest import session_manifest
+from kbwatch.pipeline.bigtext import LARGE_CHARS, write_parts_atomic
+from kbwatch.pipeline.formats.parsed import render_parsed_parts
+from kbwatch.pipeline.fsutil import copy_file, human_minute, link_or_copy, now_local, sha256_file
+from kbwatch.pipeline.stage import RunContext, Stage
 
 
 def _listing(ctx: RunContext, folder: Path) -> dict[str, set[str]]:

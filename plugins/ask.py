@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline import __version__, hookimpl
-from pipeline.formats.knowledge_md import read_frontmatter
-from pipeline.fsutil import atomic_write
-from plugins._navigation import open_index
+from kbwatch.pipeline import __version__, hookimpl
+from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
+from kbwatch.pipeline.fsutil import atomic_write
+from kbwatch.plugins._navigation import open_index
 
 
 def flagged_documents(journal, project: str) -> dict[str, str]:
@@ -74,8 +74,8 @@ class Asker:
         """``fn()``; if the index turns out damaged mid-use, rebuild it from parsed/ and try once more."""
         import sqlite3
 
-        from pipeline.heal import is_corrupt
-        from plugins._navigation import heal_index
+        from kbwatch.pipeline.heal import is_corrupt
+        from kbwatch.plugins._navigation import heal_index
 
         try:
             return fn()
@@ -92,7 +92,7 @@ class Asker:
         return path.read_text(encoding="utf-8", errors="replace")
 
     def ask(self, question: str, max_files: int, budget: int):
-        from plugins._retrieval import build_pack
+        from kbwatch.plugins._retrieval import build_pack
 
         return self._healing(lambda: build_pack(
             self.index, self.project.name, question, project_md=self.project_md, status=self.status,
@@ -108,8 +108,8 @@ def kb_register_commands(cli):
 
     import click
 
-    from pipeline.cli import json_option, open_kb, root_options
-    from pipeline.errors import ConfigError, KbwatchError
+    from kbwatch.pipeline.cli import json_option, open_kb, root_options
+    from kbwatch.pipeline.errors import ConfigError, KbwatchError
 
     @cli.command("ask")
     @click.argument("name", required=False)

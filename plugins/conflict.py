@@ -4,7 +4,7 @@
   extensions are both refused (``conflict``), until one is renamed.
 - A file whose name is already in the manifest with another extension is
   refused (``conflict``), until it is renamed or the old document removed.
-- A file whose shortened parsed name (see ``pipeline.formats.archive_names``)
+- A file whose shortened parsed name (see ``kbwatch.pipeline.formats.archive_names``)
   is already another document's is refused (``conflict``): names ending in
   ``~<8 hex>`` are the only ones that can meet that way.
 - A file named ``data_structure.*`` is refused: that name is kbwatch's
@@ -18,12 +18,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipeline import hookimpl
-from pipeline.errors import Outcome, StopRun
-from pipeline.formats.archive_names import SHORTENED_RE, NameTooLong, parsed_path
-from pipeline.formats.manifest import session_manifest
-from pipeline.sources import is_ignored, split_name
-from pipeline.stage import RunContext, Stage
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.errors import Outcome, StopRun
+from kbwatch.pipeline.formats.archive_names import SHORTENED_RE, NameTooLong, parsed_path
+from kbwatch.pipeline.formats.manifest import session_manifest
+from kbwatch.pipeline.sources import is_ignored, split_name
+from kbwatch.pipeline.stage import RunContext, Stage
 
 
 RESERVED_NAME = "data_structure"  # parsed/**/data_structure.md are navigation files

@@ -16,11 +16,11 @@ through ``kb_document_removed``.
 
 from __future__ import annotations
 
-from pipeline import hookimpl
-from pipeline.formats.manifest import session_manifest
-from pipeline.formats.project_md import session_project_md
-from pipeline.stage import RunContext, Stage
-from plugins._navigation import index_max_chars, open_index, project_purpose, remember_project, write_folder_files, write_root_file
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.formats.manifest import session_manifest
+from kbwatch.pipeline.formats.project_md import session_project_md
+from kbwatch.pipeline.stage import RunContext, Stage
+from kbwatch.plugins._navigation import index_max_chars, open_index, project_purpose, remember_project, write_folder_files, write_root_file
 
 
 def _flush(session, settings) -> None:
@@ -59,7 +59,7 @@ class IndexStage(Stage):
         return bool(ctx.parsed_path and (ctx.parsed_text or ctx.parsed_parts))
 
     def run(self, ctx: RunContext) -> str | None:
-        from plugins._retrieval import document_title
+        from kbwatch.plugins._retrieval import document_title
 
         session, settings = ctx.project, ctx.settings
         rel = ctx.parsed_path
@@ -106,8 +106,8 @@ def kb_stages():
 @hookimpl
 def kb_document_removed(project, name, parsed, settings):
     """``kbwatch remove``: drop the document from the search index, rewrite the navigation files."""
-    from pipeline.formats.manifest import Manifest
-    from pipeline.formats.project_md import ProjectMd
+    from kbwatch.pipeline.formats.manifest import Manifest
+    from kbwatch.pipeline.formats.project_md import ProjectMd
 
     open_index(settings).remove_document(project.name, parsed)
     manifest = Manifest.load(project / "manifest.json", project.name, "")
@@ -122,7 +122,7 @@ def kb_document_removed(project, name, parsed, settings):
 def kb_register_commands(cli):
     import click
 
-    from pipeline.cli import open_kb, root_options
+    from kbwatch.pipeline.cli import open_kb, root_options
 
     @cli.group("index")
     def index_group():
@@ -136,10 +136,10 @@ def kb_register_commands(cli):
 
         Example: kbwatch index rebuild
         """
-        from pipeline.config import state_dir
-        from pipeline.formats.manifest import Manifest
-        from pipeline.formats.project_md import ProjectMd
-        from pipeline.project_lock import project_file_lock, say_waiting
+        from kbwatch.pipeline.config import state_dir
+        from kbwatch.pipeline.formats.manifest import Manifest
+        from kbwatch.pipeline.formats.project_md import ProjectMd
+        from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
 
         kb = open_kb(root, config_file, log_files=False)
         idx = open_index(kb.settings)

@@ -9,12 +9,12 @@ decision, a rebuild, a removal).
 
 from __future__ import annotations
 
-from pipeline import hookimpl
-from pipeline.formats.knowledge_md import render_knowledge
-from pipeline.formats.manifest import session_manifest
-from pipeline.formats.project_md import HEADINGS, session_project_md
-from pipeline.fsutil import atomic_write, now_local
-from pipeline.stage import RunContext, Stage
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.formats.knowledge_md import render_knowledge
+from kbwatch.pipeline.formats.manifest import session_manifest
+from kbwatch.pipeline.formats.project_md import HEADINGS, session_project_md
+from kbwatch.pipeline.fsutil import atomic_write, now_local
+from kbwatch.pipeline.stage import RunContext, Stage
 
 
 def describe(project: str, overview: str, names: list[str], language: str) -> str:
@@ -62,7 +62,7 @@ class KnowledgeStage(Stage):
 
     def refresh(self, project, journal, settings) -> str:
         """Rewrite KNOWLEDGE.md from the journal now (called after ``kbwatch journal rebuild``)."""
-        from pipeline.project import ProjectSession
+        from kbwatch.pipeline.project import ProjectSession
 
         return write_knowledge(ProjectSession(project, settings), journal, settings)
 
@@ -78,7 +78,7 @@ def kb_stages():
 
 @hookimpl
 def kb_project_changed(project, settings, journal):
-    from pipeline.project import ProjectSession
+    from kbwatch.pipeline.project import ProjectSession
 
     write_knowledge(ProjectSession(project, settings), journal, settings)
     return ["KNOWLEDGE.md"]

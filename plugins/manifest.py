@@ -6,11 +6,11 @@ commit (atomically), before any source leaves sources/.
 
 from __future__ import annotations
 
-from pipeline import hookimpl
-from pipeline.formats.archive_names import parsed_path
-from pipeline.formats.manifest import defer_manifest_write, session_manifest
-from pipeline.fsutil import iso_minute, now_local
-from pipeline.stage import RunContext, Stage
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.formats.archive_names import parsed_path
+from kbwatch.pipeline.formats.manifest import defer_manifest_write, session_manifest
+from kbwatch.pipeline.fsutil import iso_minute, now_local
+from kbwatch.pipeline.stage import RunContext, Stage
 
 
 class ManifestStage(Stage):

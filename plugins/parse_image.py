@@ -18,12 +18,12 @@ language, a photo), fails as ``no text``.
 
 from __future__ import annotations
 
-from pipeline import hookimpl
-from pipeline.errors import PermanentError
-from pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.errors import PermanentError
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import option
-from plugins._ocr import Ocr, ocr_available, ocr_image, ocr_missing
+from kbwatch.plugins._common import option
+from kbwatch.plugins._ocr import Ocr, ocr_available, ocr_image, ocr_missing
 
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".heic", ".heif")
 MULTI_PAGE = (".tif", ".tiff", ".heic", ".heif")  # formats whose frames are pages, not animation

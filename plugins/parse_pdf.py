@@ -22,13 +22,13 @@ from __future__ import annotations
 import itertools
 import re
 
-from pipeline import hookimpl
-from pipeline.errors import PermanentError
-from pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.errors import PermanentError
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import head, md_table, option
-from plugins._ocr import clean_text as clean
-from plugins._ocr import ocr_image
+from kbwatch.plugins._common import head, md_table, option
+from kbwatch.plugins._ocr import clean_text as clean
+from kbwatch.plugins._ocr import ocr_image
 
 
 @hookimpl

@@ -12,11 +12,11 @@ entities, encrypted OLE file → ``encrypted``).
 from __future__ import annotations
 
 
-from pipeline import hookimpl
-from pipeline.errors import PermanentError
-from pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.errors import PermanentError
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import check_zip_container, md_table
+from kbwatch.plugins._common import check_zip_container, md_table
 
 EXTENSIONS = (".pptx", ".pptm")
 _GENERIC_TITLES = {"", "powerpoint presentation", "presentation", "powerpoint-präsentation", "演示文稿", "幻灯片 1"}

@@ -22,12 +22,12 @@ import csv
 import io
 import re
 
-from pipeline import hookimpl
-from pipeline.bigtext import LARGE_CHARS, newline_bounds
-from pipeline.errors import PermanentError
-from pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.bigtext import LARGE_CHARS, newline_bounds
+from kbwatch.pipeline.errors import PermanentError
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import decode_bytes, fenced, md_table
+from kbwatch.plugins._common import decode_bytes, fenced, md_table
 
 TEXT_EXTS = (".md", ".markdown", ".txt", ".text", ".log", ".rst", ".org")
 TABLE_EXTS = (".csv", ".tsv")

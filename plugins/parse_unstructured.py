@@ -4,8 +4,8 @@ Owns .docx .odt .rtf .epub .html .htm .eml .msg, and .doc .ppt when
 LibreOffice's ``soffice`` is on PATH (else ``failed: missing program``).
 Each extension calls its own partitioner (``partition_docx``,
 ``partition_html``...) — never ``partition()`` with ``auto``/``hi_res`` — after
-:func:`plugins._offline.ensure_offline`. Elements are rendered by
-:mod:`plugins._elements_md`.
+:func:`kbwatch.plugins._offline.ensure_offline`. Elements are rendered by
+:mod:`kbwatch.plugins._elements_md`.
 
 - .docx/.odt/.epub: ZIP container checked first (zip bomb, DTD/entities,
   encrypted OLE under an OOXML name → ``encrypted``).
@@ -31,12 +31,12 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline import hookimpl
-from pipeline.errors import PermanentError, StageError, TransientError
-from pipeline.model import ParsedDocument, ParserInfo
-from pipeline.parsing import ParseAs
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.errors import PermanentError, StageError, TransientError
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline.parsing import ParseAs
 
-from plugins._common import OLE_MAGIC, ZIP_MAGIC, check_zip_container, decode_bytes, head
+from kbwatch.plugins._common import OLE_MAGIC, ZIP_MAGIC, check_zip_container, decode_bytes, head
 
 ZIPPED = {".docx": "docx", ".odt": "odt", ".epub": "epub"}
 PANDOC = (".odt", ".rtf", ".epub")
@@ -115,13 +115,13 @@ def _preflight(path: Path, ext: str, settings) -> None:
 @hookimpl
 def kb_worker_preload(settings):
     """Forked workers inherit unstructured already imported and warmed."""
-    return ["plugins._unstructured_warm"]
+    return ["kbwatch.plugins._unstructured_warm"]
 
 
 @hookimpl
 def kb_worker_started(settings):
     """Pay unstructured's import and tokenizer set-up once per worker, not on its first file."""
-    from plugins._offline import ensure_offline
+    from kbwatch.plugins._offline import ensure_offline
 
     ensure_offline()
     from unstructured.partition.html import partition_html
@@ -142,8 +142,8 @@ def kb_parse(path, ext, settings):
             ext = ".rtf"
     _preflight(path, ext, settings)
 
-    from plugins import _elements_md
-    from plugins._offline import ensure_offline
+    from kbwatch.plugins import _elements_md
+    from kbwatch.plugins._offline import ensure_offline
 
     ensure_offline()
     fn = _partitioner(ext)

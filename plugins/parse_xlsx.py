@@ -19,11 +19,11 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from pipeline import hookimpl
-from pipeline.errors import PermanentError
-from pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.errors import PermanentError
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
-from plugins._common import OLE_MAGIC, check_zip_container, head, md_table, option
+from kbwatch.plugins._common import OLE_MAGIC, check_zip_container, head, md_table, option
 
 EXTENSIONS = (".xlsx", ".xlsm", ".xls")
 

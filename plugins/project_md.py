@@ -8,11 +8,11 @@ in place, every event (including conflicts, duplicates and failures, through
 
 from __future__ import annotations
 
-from pipeline import hookimpl
-from pipeline.formats.archive_names import parsed_path
-from pipeline.formats.project_md import defer_project_md_write, one_line_summary, session_project_md
-from pipeline.fsutil import human_minute, now_local
-from pipeline.stage import RunContext, Stage
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.formats.archive_names import parsed_path
+from kbwatch.pipeline.formats.project_md import defer_project_md_write, one_line_summary, session_project_md
+from kbwatch.pipeline.fsutil import human_minute, now_local
+from kbwatch.pipeline.stage import RunContext, Stage
 
 class ProjectMdStage(Stage):
     name = "project_md"

@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline import hookimpl
-from pipeline.config import stage_options, state_dir
-from pipeline.formats.manifest import Manifest
-from pipeline.formats.project_md import LOG_VERBS, ProjectMd, session_project_md
-from pipeline.fsutil import atomic_write, new_run_id, sha256_file
-from pipeline.project_lock import project_file_lock, say_waiting
-from pipeline.stage import RunContext, Stage
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.config import stage_options, state_dir
+from kbwatch.pipeline.formats.manifest import Manifest
+from kbwatch.pipeline.formats.project_md import LOG_VERBS, ProjectMd, session_project_md
+from kbwatch.pipeline.fsutil import atomic_write, new_run_id, sha256_file
+from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
+from kbwatch.pipeline.stage import RunContext, Stage
 
 
 def rebuild_project(project: Path, settings: dict, plugins, journal) -> dict:
@@ -75,7 +75,7 @@ def rebuild_project_locked(project: Path, settings: dict, plugins, journal) -> d
 
 
 def _version() -> str:
-    from pipeline import __version__
+    from kbwatch.pipeline import __version__
 
     return __version__
 
@@ -112,7 +112,7 @@ def kb_stages():
 def kb_register_commands(cli):
     import click
 
-    from pipeline.cli import open_kb, root_options
+    from kbwatch.pipeline.cli import open_kb, root_options
 
     @cli.command("rebuild")
     @click.argument("name")

@@ -16,13 +16,13 @@ import json
 import os
 from pathlib import Path
 
-from pipeline import hookimpl
-from pipeline.config import state_dir
-from pipeline.errors import ConfigError
-from pipeline.formats.manifest import Manifest
-from pipeline.formats.project_md import ProjectMd
-from pipeline.fsutil import atomic_write, human_minute, iso_minute, new_run_id, now_local
-from pipeline.project_lock import project_file_lock, say_waiting
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.config import state_dir
+from kbwatch.pipeline.errors import ConfigError
+from kbwatch.pipeline.formats.manifest import Manifest
+from kbwatch.pipeline.formats.project_md import ProjectMd
+from kbwatch.pipeline.fsutil import atomic_write, human_minute, iso_minute, new_run_id, now_local
+from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
 
 
 def _resolve(manifest: Manifest, doc: str) -> dict:
@@ -82,7 +82,7 @@ def _remove_locked(kb, project: Path, doc: str) -> dict:
 
 
 def _version() -> str:
-    from pipeline import __version__
+    from kbwatch.pipeline import __version__
 
     return __version__
 
@@ -91,7 +91,7 @@ def _version() -> str:
 def kb_register_commands(cli):
     import click
 
-    from pipeline.cli import open_kb, root_options
+    from kbwatch.pipeline.cli import open_kb, root_options
 
     @cli.command("remove")
     @click.argument("name")

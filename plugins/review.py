@@ -11,9 +11,9 @@ once nothing is pending.
 
 from __future__ import annotations
 
-from pipeline import hookimpl
-from pipeline.fsutil import utc_iso
-from pipeline.reviews import load_decisions, save_decisions
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.fsutil import utc_iso
+from kbwatch.pipeline.reviews import load_decisions, save_decisions
 
 
 def decide(kb, project, ids: list[int], decision: str, all_pending: bool = False) -> list[dict]:
@@ -21,15 +21,15 @@ def decide(kb, project, ids: list[int], decision: str, all_pending: bool = False
 
     reviews.json, the journal and KNOWLEDGE.md change under the project's
     file lock (one writer per project)."""
-    from pipeline.config import state_dir
-    from pipeline.project_lock import project_file_lock, say_waiting
+    from kbwatch.pipeline.config import state_dir
+    from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
 
     with project_file_lock(project, state_dir(kb.settings), on_wait=say_waiting(project)):
         return _decide_locked(kb, project, ids, decision, all_pending)
 
 
 def _decide_locked(kb, project, ids: list[int], decision: str, all_pending: bool) -> list[dict]:
-    from pipeline.errors import ConfigError
+    from kbwatch.pipeline.errors import ConfigError
 
     journal = kb.journal
     pending = {row["id"]: row for row in journal.pending_findings(project.name)}
@@ -63,7 +63,7 @@ def kb_register_commands(cli):
 
     import click
 
-    from pipeline.cli import json_option, open_kb, root_options
+    from kbwatch.pipeline.cli import json_option, open_kb, root_options
 
     @cli.command("review")
     @click.argument("name")

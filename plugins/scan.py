@@ -12,14 +12,14 @@ allowlist; nothing inside a document can.
 
 from __future__ import annotations
 
-from pipeline import hookimpl
-from pipeline.bigtext import LARGE_CHARS, newline_bounds, windows
-from pipeline.formats.parsed import body_line_offset
-from pipeline.model import ParsedDocument
-from pipeline.reviews import load_decisions
-from pipeline.stage import RunContext, Stage
-from plugins._sanitize import sanitize
-from plugins._scanutil import allowed, scan_options
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.bigtext import LARGE_CHARS, newline_bounds, windows
+from kbwatch.pipeline.formats.parsed import body_line_offset
+from kbwatch.pipeline.model import ParsedDocument
+from kbwatch.pipeline.reviews import load_decisions
+from kbwatch.pipeline.stage import RunContext, Stage
+from kbwatch.plugins._sanitize import sanitize
+from kbwatch.plugins._scanutil import allowed, scan_options
 
 
 # rules that judge the whole document: reported once, whichever window saw them first
@@ -40,7 +40,7 @@ def run_scanners(plugins, document, settings) -> list:
     findings = []
     for batch in batches:
         for f in batch or []:
-            if allowed(opts, f):  # the same rule the scanners apply (plugins._scanutil)
+            if allowed(opts, f):  # the same rule the scanners apply (kbwatch.plugins._scanutil)
                 continue
             findings.append(f)
     findings.sort(key=lambda f: (f.offset, f.rule))
@@ -48,7 +48,7 @@ def run_scanners(plugins, document, settings) -> list:
 
 
 def _scan_windows(plugins, document, text: str, settings) -> list:
-    """Every scanner over bounded windows of a large text (pipeline.bigtext.windows).
+    """Every scanner over bounded windows of a large text (kbwatch.pipeline.bigtext.windows).
 
     Each scanner sees ~1 MB plus a few KB of context on each side, so its regexes and
     normalised views stay small and other threads run between windows. A finding is kept
@@ -127,7 +127,7 @@ def _iter_files(paths, patterns):
     import os
     from pathlib import Path
 
-    from pipeline.sources import is_ignored
+    from kbwatch.pipeline.sources import is_ignored
 
     for raw in paths:
         p = Path(raw)
@@ -144,16 +144,16 @@ def _iter_files(paths, patterns):
 def scan_paths(kb, paths, offload=None):
     """Yield ``(path, findings, error)`` for every file under ``paths``.
 
-    Each file is parsed by :func:`pipeline.parsing.parse_document`, the parse
+    Each file is parsed by :func:`kbwatch.pipeline.parsing.parse_document`, the parse
     path of ``ingest`` and ``watch`` (the same bounds, parsers and
     ``[stages.parse] isolate``: ``offload`` runs a parse in a worker process),
     except that an empty file or one without text is a clean result here.
     """
     import os
 
-    from pipeline.errors import StageError
-    from pipeline.model import ParsedDocument
-    from pipeline.parsing import parse_document
+    from kbwatch.pipeline.errors import StageError
+    from kbwatch.pipeline.model import ParsedDocument
+    from kbwatch.pipeline.parsing import parse_document
 
     settings = kb.settings
     for path in _iter_files(paths, settings["ignore"]["patterns"]):
@@ -178,7 +178,7 @@ def kb_register_commands(cli):
 
     import click
 
-    from pipeline.cli import EXIT_FAILED, EXIT_OK, open_kb, root_options
+    from kbwatch.pipeline.cli import EXIT_FAILED, EXIT_OK, open_kb, root_options
 
     @cli.command("scan")
     @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
@@ -191,7 +191,7 @@ def kb_register_commands(cli):
 
         Example: kbwatch scan ./inbox --fail-on high --json
         """
-        from pipeline.workers import WorkerPool
+        from kbwatch.pipeline.workers import WorkerPool
 
         kb = open_kb(root, config_file, quiet=as_json, log_files=False)
         pool = WorkerPool(1, memory_mb=kb.settings["stages"]["parse"]["memory_mb"])  # started on first use

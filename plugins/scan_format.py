@@ -13,7 +13,7 @@ Owns the rules:
 - ``format.replacement-chars`` U+FFFD making up more than 1% of the text (at least 10): a decoding failure
 - ``format.oversized``        the whole document longer than ``max_document_chars`` (default 5 000 000)
 
-A large document is scanned in ~1 MB windows (``plugins.scan``): line, paragraph, repeated-line
+A large document is scanned in ~1 MB windows (``kbwatch.plugins.scan``): line, paragraph, repeated-line
 and replacement-character counts are then per window; ``format.oversized`` uses the
 document's length.
 
@@ -28,10 +28,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from pipeline import hookimpl
-from pipeline.config import stage_defaults
-from pipeline.model import Finding
-from plugins._scanutil import LineIndex, make_finding, mask_runs, scan_options
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.config import stage_defaults
+from kbwatch.pipeline.model import Finding
+from kbwatch.plugins._scanutil import LineIndex, make_finding, mask_runs, scan_options
 
 KIND = "format"
 def _opt(opts: dict, key: str) -> int:

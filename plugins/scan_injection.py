@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import re
 
-from pipeline import hookimpl
-from pipeline.model import Finding
-from plugins import _injection_rules as R
-from plugins._scanutil import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, _apply, decode_encoded,
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.model import Finding
+from kbwatch.plugins import _injection_rules as R
+from kbwatch.plugins._scanutil import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, _apply, decode_encoded,
                                decode_invisible_runs, make_finding, normalize, scan_options)
 
 KIND = "injection"

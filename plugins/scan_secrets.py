@@ -33,9 +33,9 @@ import base64
 import json
 import re
 
-from pipeline import hookimpl
-from pipeline.model import Finding
-from plugins._scanutil import LineIndex, make_finding, scan_options, shannon
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.model import Finding
+from kbwatch.plugins._scanutil import LineIndex, make_finding, scan_options, shannon
 
 KIND = "secret"
 _B = r"(?<![A-Za-z0-9_])"

@@ -31,9 +31,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from pipeline import hookimpl
-from pipeline.model import Finding
-from plugins._scanutil import LineIndex, decode_invisible_runs, make_finding, scan_options, visible
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.model import Finding
+from kbwatch.plugins._scanutil import LineIndex, decode_invisible_runs, make_finding, scan_options, visible
 
 KIND = "hidden-unicode"
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from pipeline import hookimpl
-from pipeline.formats.parsed import strip_header
-from pipeline.formats.project_md import one_line_summary
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.formats.parsed import strip_header
+from kbwatch.pipeline.formats.project_md import one_line_summary
 
 MAX_OVERVIEW_DOCS = 3
 MAX_KEY_POINTS = 12

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from pipeline.errors import PermanentError  # noqa: E402
+from kbwatch.pipeline.errors import PermanentError  # noqa: E402
 
 PARSER_MODULES = ("parse_text", "parse_unstructured", "parse_pptx", "parse_xlsx", "parse_pdf", "parse_image")
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "corpus"
@@ -31,8 +31,8 @@ def parsers():
     """A plugin set holding only the built-in parsers (no stages, scanners or entry points)."""
     import pluggy
 
-    from pipeline import PROJECT_NAME, hookspecs
-    from pipeline.plugins import PluginSet
+    from kbwatch.pipeline import PROJECT_NAME, hookspecs
+    from kbwatch.pipeline.plugins import PluginSet
 
     pm = pluggy.PluginManager(PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
@@ -44,9 +44,9 @@ def parsers():
 
 
 def parse(path, settings=None, ext=None):
-    """What the core does (pipeline.parsing.parse_file): the size bound, then kb_parse of
+    """What the core does (kbwatch.pipeline.parsing.parse_file): the size bound, then kb_parse of
     the parsers claiming the extension by priority, first non-None."""
-    from pipeline.parsing import parse_file
+    from kbwatch.pipeline.parsing import parse_file
 
     path = Path(path)
     return parse_file(parsers(), path, (ext or path.suffix).lower(), settings or {})

@@ -58,7 +58,7 @@ def cli(root: Path):
     """In-process CLI call: returns (exit_code, stdout, stderr)."""
     from click.testing import CliRunner
 
-    from pipeline.cli import get_cli
+    from kbwatch.pipeline.cli import get_cli
 
     group = get_cli()
 
@@ -78,8 +78,8 @@ def project(root: Path, cli) -> Path:
 
 def ingest(root: Path, *names: str):
     """One-shot ingest in process; returns (totals, runs)."""
-    from pipeline.ingest import run_ingest
-    from pipeline.kb import KnowledgeBase
+    from kbwatch.pipeline.ingest import run_ingest
+    from kbwatch.pipeline.kb import KnowledgeBase
 
     kb = KnowledgeBase(root)
     try:
@@ -93,7 +93,7 @@ def read_manifest(project: Path) -> dict:
 
 
 def index_rows(project: Path) -> list[list[str]]:
-    from pipeline.formats.project_md import ProjectMd
+    from kbwatch.pipeline.formats.project_md import ProjectMd
 
     pm = ProjectMd.parse((project / "project.md").read_text(encoding="utf-8"), project.name, "zh")
     return list(pm.rows.values())

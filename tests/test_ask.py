@@ -135,7 +135,7 @@ def test_rebuild_is_deterministic_and_recorded(kb, cli):
     v = jsonschema.Draft202012Validator(schema("compile-run.schema.json"))
     for r in records:
         assert not list(v.iter_errors(json.loads(r.read_text(encoding="utf-8"))))
-    from pipeline.formats.knowledge_md import read_frontmatter
+    from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
 
     assert read_frontmatter((kb / "KNOWLEDGE.md").read_text(encoding="utf-8"))["description"].startswith("本项目包含")
 
@@ -186,7 +186,7 @@ def test_index_is_rebuildable(kb, cli, root):
         p = root / ".kbwatch" / f"search.sqlite3{extra}"
         if p.exists():
             p.unlink()
-    from plugins._navigation import close_indexes
+    from kbwatch.plugins._navigation import close_indexes
 
     close_indexes()
     result = cli("index", "rebuild")
@@ -211,7 +211,7 @@ def test_rebuild_stage_every_n_ingests(project):
 
 def test_summarize_plugin_wins_over_builtin(project, cli):
     (project.parent / "llm_summary.py").write_text(
-        "from pipeline import hookimpl\n"
+        "from kbwatch.pipeline import hookimpl\n"
         "@hookimpl\n"
         "def kb_summarize(project, documents, settings):\n"
         "    return {'overview': 'A model wrote this.', 'key_points': ['point'],\n"

@@ -140,10 +140,10 @@ def _large_text(single_line: bool) -> tuple[str, list[int]]:
 
 
 def test_windowed_scan_finds_what_a_whole_scan_finds(tmp_path):
-    from pipeline.config import load_settings
-    from pipeline.model import ParsedDocument
-    from pipeline.plugins import build_plugin_manager
-    from plugins.scan import DOCUMENT_RULES, run_scanners
+    from kbwatch.pipeline.config import load_settings
+    from kbwatch.pipeline.model import ParsedDocument
+    from kbwatch.pipeline.plugins import build_plugin_manager
+    from kbwatch.plugins.scan import DOCUMENT_RULES, run_scanners
 
     settings = load_settings(tmp_path)
     plugins = build_plugin_manager(settings)

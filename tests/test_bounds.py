@@ -6,8 +6,8 @@ from conftest import ingest, read_manifest
 
 SLOW_PLUGIN = '''
 import time
-from pipeline import hookimpl
-from pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
 @hookimpl
 def kb_parser_info():

@@ -1,4 +1,4 @@
-"""Built-in plugins by name (pipeline.plugins.BUILTIN_PLUGINS): each non-essential one can be
+"""Built-in plugins by name (kbwatch.pipeline.plugins.BUILTIN_PLUGINS): each non-essential one can be
 disabled everywhere, a broken one is one warning line, and no plugin imports another.
 
 Real subprocesses of ``python run.py``, real folders, the real journal and index.
@@ -7,6 +7,7 @@ Real subprocesses of ``python run.py``, real folders, the real journal and index
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -114,7 +115,7 @@ def test_index_disabled(root):
 
 
 def test_rebuild_disabled(root):
-    project = _setup(root, ["plugins.rebuild"])  # the old dotted form still works
+    project = _setup(root, ["kbwatch.plugins.rebuild"])  # the old dotted form still works
     result = kbwatch("ingest", root=root)
     assert result.returncode == 0, result.stderr
     assert (project / "parsed" / "tea.md").exists()
@@ -134,17 +135,18 @@ def test_scanner_disabled(root, scanner):
 
 
 def _copy_of_kbwatch(dest: Path) -> Path:
-    """This checkout's code in ``dest`` (run.py puts it first on sys.path)."""
+    """This checkout's code as ``dest/kbwatch``; with ``dest`` on PYTHONPATH it shadows
+    the installed kbwatch (sys.path is searched before setuptools' editable finder)."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for part in ("pipeline", "plugins", "config"):
-        shutil.copytree(REPO / part, dest / part, ignore=ignore)
-    shutil.copy2(REPO / "run.py", dest / "run.py")
+        shutil.copytree(REPO / part, dest / "kbwatch" / part, ignore=ignore)
+    shutil.copy2(REPO / "__main__.py", dest / "kbwatch" / "__main__.py")
     return dest
 
 
 def test_broken_builtin_is_one_warning_and_the_rest_works(tmp_path):
     code = _copy_of_kbwatch(tmp_path / "code")
-    module = code / "plugins" / "knowledge.py"
+    module = code / "kbwatch" / "plugins" / "knowledge.py"
     module.write_text(module.read_text(encoding="utf-8") + '\nraise RuntimeError("broken on purpose")\n',
                       encoding="utf-8")
     root = tmp_path / "kb"
@@ -153,8 +155,8 @@ def test_broken_builtin_is_one_warning_and_the_rest_works(tmp_path):
     def run(*args, check=True):
         import subprocess
 
-        proc = subprocess.run([sys.executable, str(code / "run.py"), *args, "--root", str(root)],
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run([sys.executable, "-m", "kbwatch", *args, "--root", str(root)], cwd=str(tmp_path),
+                              capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(code)})
         assert not check or proc.returncode == 0, (args, proc.stdout, proc.stderr)
         return proc
 
@@ -176,13 +178,14 @@ def test_broken_builtin_is_one_warning_and_the_rest_works(tmp_path):
 
 def test_no_plugin_imports_another_plugin():
     """Plugins talk through hooks and the core; ``plugins/_*`` modules are libraries."""
-    from pipeline.plugins import BUILTIN_PLUGINS
+    from kbwatch.pipeline.plugins import BUILTIN_PLUGINS
 
     # the worker template's warm-up module (a library, preloaded by the forkserver) warms
     # parse_unstructured; it goes with item 6 of issue 13 (libraries in named subpackages)
     known = {("_unstructured_warm", "parse_unstructured")}
     names = set(BUILTIN_PLUGINS)
-    pattern = re.compile(r"^\s*(?:from\s+plugins\.(\w+)\s+import|import\s+plugins\.(\w+)|from\s+plugins\s+import\s+([\w ,()]+))",
+    pattern = re.compile(r"^\s*(?:from\s+(?:kbwatch\.)?plugins\.(\w+)\s+import|import\s+(?:kbwatch\.)?plugins\.(\w+)"
+                         r"|from\s+(?:kbwatch\.)?plugins\s+import\s+([\w ,()]+))",
                          re.M)
     found = []
     for path in sorted((REPO / "plugins").rglob("*.py")):
@@ -195,6 +198,6 @@ def test_no_plugin_imports_another_plugin():
                     found.append(f"{path.relative_to(REPO)} imports plugins.{other}")
     assert not found, found
     # and the check sees an import when there is one
-    assert pattern.search("    from plugins.knowledge import write_knowledge\n")
+    assert pattern.search("    from kbwatch.plugins.knowledge import write_knowledge\n")
     assert BUILTIN_PLUGINS and set(BUILTIN_PLUGINS) == {
         p.stem for p in (REPO / "plugins").glob("*.py") if not p.stem.startswith("_")}

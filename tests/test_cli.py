@@ -21,7 +21,7 @@ def test_init_is_idempotent_and_never_clobbers(root, cli):
 
 
 def test_chinese_project_gets_valid_knowledge_name(root, cli):
-    from pipeline.formats.knowledge_md import NAME_RE, read_frontmatter
+    from kbwatch.pipeline.formats.knowledge_md import NAME_RE, read_frontmatter
 
     cli("init", "技术方案")
     cli("init", "Q3 Report (final)")

@@ -295,8 +295,8 @@ def test_writes_below_a_root_never_go_through_a_folder_swapped_for_a_link(tmp_pa
     by a link between the check and the write makes the write fail, not escape."""
     import pytest
 
-    from pipeline import confine
-    from pipeline.fsutil import atomic_write, atomic_write_many, copy_file, link_or_copy
+    from kbwatch.pipeline import confine
+    from kbwatch.pipeline.fsutil import atomic_write, atomic_write_many, copy_file, link_or_copy
 
     root = tmp_path / "kb"
     (root / "p" / "archive").mkdir(parents=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import fsutil
+from kbwatch.pipeline import fsutil
 
 
 def _temps(folder: Path) -> list[Path]:
@@ -53,7 +53,7 @@ def test_fsync_paths_with_and_without_syncfs(tmp_path, no_syncfs):
     code = textwrap.dedent(f"""
         import sys
         from pathlib import Path
-        from pipeline import fsutil
+        from kbwatch.pipeline import fsutil
         assert (fsutil._SYNCFS is None) == ({no_syncfs!r} == "1"), fsutil._SYNCFS
         paths = [Path(p) for p in sys.argv[1:]]
         fsutil.fsync_paths(paths)

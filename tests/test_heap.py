@@ -1,4 +1,4 @@
-"""pipeline.heap.trim gives freed heap memory back (the soak's main-process RSS high-water mark)."""
+"""kbwatch.pipeline.heap.trim gives freed heap memory back (the soak's main-process RSS high-water mark)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def test_trim_returns_freed_small_objects_to_the_os():
     # a fresh interpreter, so nothing else in the test process shapes the heap
     code = textwrap.dedent("""
         import psutil
-        from pipeline.heap import trim
+        from kbwatch.pipeline.heap import trim
         p = psutil.Process()
         blocks = [str(i) * 300 for i in range(200_000)]  # ~1-2 KB each: glibc's heap, not pymalloc's arenas
         keep = blocks[::100]  # a few survivors pin the heap, as a service's caches do

@@ -30,7 +30,7 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def ingested(tmp_path_factory):
-    from pipeline.kb import KnowledgeBase
+    from kbwatch.pipeline.kb import KnowledgeBase
 
     root = tmp_path_factory.mktemp("kb")
     project, _ = KnowledgeBase(root).init_project("demo")
@@ -122,7 +122,7 @@ def test_run_records_valid_and_journal_matches(ingested):
 
 
 def test_knowledge_md_ready_with_valid_name(ingested):
-    from pipeline.formats.knowledge_md import NAME_RE, read_frontmatter
+    from kbwatch.pipeline.formats.knowledge_md import NAME_RE, read_frontmatter
 
     project, *_ = ingested
     front = read_frontmatter((project / "KNOWLEDGE.md").read_text(encoding="utf-8"))

@@ -82,7 +82,7 @@ def _check_long_names_done(project: Path, contents: dict[str, str]) -> None:
 
 def test_names_fit_in_255_bytes():
     """The rule itself: short names unchanged, long ones cut at a character boundary + hash, deterministic."""
-    from pipeline.formats.archive_names import ARCHIVE_RE, archive_candidates, fit_stem, parsed_path
+    from kbwatch.pipeline.formats.archive_names import ARCHIVE_RE, archive_candidates, fit_stem, parsed_path
     from datetime import datetime
 
     assert fit_stem("技术方案", ".pdf") == "技术方案"
@@ -109,8 +109,8 @@ def test_names_fit_in_255_bytes():
 
 def test_temp_names_of_long_targets_fit_and_are_swept(tmp_path):
     """Atomic writes next to a 255-byte name use a temp name that fits and that the crash sweep knows."""
-    from pipeline.fsutil import _temp_for, atomic_write
-    from pipeline.kb import TEMP_RE
+    from kbwatch.pipeline.fsutil import _temp_for, atomic_write
+    from kbwatch.pipeline.kb import TEMP_RE
 
     target = tmp_path / ("文" * 84 + ".md")
     tmp = _temp_for(target)
@@ -237,7 +237,7 @@ def test_long_names_end_done_under_watch(tmp_path, service):
 SECRET = "hunter2-value-of-a-local-variable"
 
 CRASHING_STAGE = f"""\
-from pipeline import hookimpl
+from kbwatch.pipeline import hookimpl
 
 class Crash:
     name = "crash"
@@ -252,7 +252,7 @@ def kb_stages():
 """
 
 CRASHING_HOOK = f"""\
-from pipeline import hookimpl
+from kbwatch.pipeline import hookimpl
 
 @hookimpl
 def kb_stages():

@@ -41,14 +41,14 @@ def _active(project: Path) -> set[str]:
 
 
 def _rows(project: Path) -> list[str]:
-    from pipeline.formats.project_md import ProjectMd
+    from kbwatch.pipeline.formats.project_md import ProjectMd
 
     pm = ProjectMd.parse((project / "project.md").read_text(encoding="utf-8"), project.name, "zh")
     return list(pm.rows)
 
 
 def _overview(project: Path) -> str:
-    from pipeline.formats.project_md import ProjectMd
+    from kbwatch.pipeline.formats.project_md import ProjectMd
 
     pm = ProjectMd.parse((project / "project.md").read_text(encoding="utf-8"), project.name, "zh")
     return " ".join(pm.section_text("overview").split())
@@ -185,7 +185,7 @@ def test_review_during_a_burst_is_kept(tmp_path, service):
 HOLDER = """\
 import fcntl, json, os, sys, time
 from pathlib import Path
-from pipeline.project_lock import ProjectFileLock
+from kbwatch.pipeline.project_lock import ProjectFileLock
 
 project, state, hold, out = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3]), Path(sys.argv[4])
 lock = ProjectFileLock(project, state)

@@ -22,7 +22,7 @@ DOCX = REPO / "tests" / "fixtures" / "corpus" / "page-breaks.docx"
 WRAPPER = '''
 import json, os
 from pathlib import Path
-from pipeline import hookimpl
+from kbwatch.pipeline import hookimpl
 
 @hookimpl(hookwrapper=True)
 def kb_parse(path, ext, settings):
@@ -37,8 +37,8 @@ def kb_parse(path, ext, settings):
 '''
 
 HIGH = '''
-from pipeline import hookimpl
-from pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
 @hookimpl
 def kb_parser_info():
@@ -52,8 +52,8 @@ def kb_parse(path, ext, settings):
 '''
 
 LOW = '''
-from pipeline import hookimpl
-from pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
 @hookimpl
 def kb_parser_info():
@@ -66,8 +66,8 @@ def kb_parse(path, ext, settings):
 
 NO_CHECKS = '''
 from pathlib import Path
-from pipeline import hookimpl
-from pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
 @hookimpl
 def kb_parser_info():

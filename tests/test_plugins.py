@@ -52,7 +52,7 @@ def test_example_plugin_installed_through_entry_point(example_site, root):
 
 def test_plugin_from_toml_path_adds_a_stage(root):
     (root / "stamp.py").write_text(
-        "from pipeline import hookimpl\n"
+        "from kbwatch.pipeline import hookimpl\n"
         "class Stamp:\n"
         "    name = 'stamp'\n"
         "    def run(self, ctx):\n"
@@ -99,7 +99,7 @@ def test_bad_arguments_exit_2(root):
 
 def test_default_toml_is_the_whole_declaration():
     """config/default.toml validates against itself and every option carries a comment."""
-    from pipeline.config import load_defaults, merge
+    from kbwatch.pipeline.config import load_defaults, merge
 
     defaults = load_defaults()
     assert merge(defaults, defaults, "self") == defaults
@@ -117,7 +117,7 @@ def test_core_names_no_stage():
 
 
 def test_every_hookspec_is_documented():
-    from pipeline import hookspecs
+    from kbwatch.pipeline import hookspecs
 
     specs = [f for n, f in inspect.getmembers(hookspecs, inspect.isfunction) if n.startswith("kb_")]
     assert {f.__name__ for f in specs} >= {"kb_stages", "kb_parse", "kb_scan", "kb_summarize", "kb_run_finished"}
@@ -129,7 +129,7 @@ def test_every_hookspec_is_documented():
 
 
 def test_misspelled_hook_is_rejected(root):
-    (root / "typo.py").write_text("from pipeline import hookimpl\n@hookimpl\ndef kb_stagez():\n    return []\n")
+    (root / "typo.py").write_text("from kbwatch.pipeline import hookimpl\n@hookimpl\ndef kb_stagez():\n    return []\n")
     (root / "kbwatch.toml").write_text('[pipeline]\nplugins = ["typo.py"]\n')
     result = kbwatch("plugins", root=root)
     assert result.returncode == 2 and "kb_stagez" in result.stderr

@@ -21,7 +21,7 @@ def write(project, rel, text="hello world\n", data=None):
 
 
 def outcomes(project):
-    from pipeline.formats.run_record import read_record
+    from kbwatch.pipeline.formats.run_record import read_record
 
     return [(read_record(r)["source"], read_record(r)["outcome"]) for r in run_records(project)]
 

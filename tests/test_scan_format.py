@@ -1,7 +1,7 @@
 """Unit tests for plugins/scan_format.py."""
 
-from pipeline.model import ParsedDocument
-from plugins import scan_format
+from kbwatch.pipeline.model import ParsedDocument
+from kbwatch.plugins import scan_format
 
 
 def rules(text, **opts):
@@ -57,7 +57,7 @@ def test_char_run_sampling_equals_regex():
     import random
     import re
 
-    from plugins.scan_format import _char_runs
+    from kbwatch.plugins.scan_format import _char_runs
     rng = random.Random(7)
     for _ in range(60):
         parts = []

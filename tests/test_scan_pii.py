@@ -2,8 +2,8 @@
 
 import pytest
 
-from pipeline.model import ParsedDocument
-from plugins import scan_pii
+from kbwatch.pipeline.model import ParsedDocument
+from kbwatch.plugins import scan_pii
 
 W = [7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2]
 

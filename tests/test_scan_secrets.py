@@ -2,9 +2,9 @@
 
 import pytest
 
-from pipeline.model import ParsedDocument
-from plugins import scan_secrets
-from plugins._scanutil import mask_value
+from kbwatch.pipeline.model import ParsedDocument
+from kbwatch.plugins import scan_secrets
+from kbwatch.plugins._scanutil import mask_value
 
 R = "Q7vX2mK9pL4sT8wN3bZ6"  # random-looking filler
 AWS = "AKIA" + "Z7Q2M4K6P3X5N2R7"

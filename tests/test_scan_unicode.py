@@ -2,9 +2,9 @@
 
 import pytest
 
-from pipeline.model import ParsedDocument
-from plugins import scan_secrets, scan_unicode
-from plugins._sanitize import MARKER, sanitize
+from kbwatch.pipeline.model import ParsedDocument
+from kbwatch.plugins import scan_secrets, scan_unicode
+from kbwatch.plugins._sanitize import MARKER, sanitize
 
 
 def rules(text):

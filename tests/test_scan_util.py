@@ -2,7 +2,7 @@
 
 import pytest
 
-from plugins._scanutil import _slow_norm, mask_runs, normalize
+from kbwatch.plugins._scanutil import _slow_norm, mask_runs, normalize
 
 
 @pytest.mark.parametrize("text", [

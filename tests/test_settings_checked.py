@@ -115,7 +115,7 @@ def _keys(table: dict, prefix: str = "") -> list[str]:
 
 
 def test_every_default_key_has_a_rule_or_is_free_form():
-    from pipeline.config_rules import FREE_FORM, RULES
+    from kbwatch.pipeline.config_rules import FREE_FORM, RULES
 
     with open(REPO / "config" / "default.toml", "rb") as fh:
         keys = set(_keys(tomllib.load(fh)))
@@ -127,8 +127,8 @@ def test_every_default_key_has_a_rule_or_is_free_form():
 
 
 def test_defaults_pass_their_own_rules(tmp_path):
-    from pipeline.config import load_settings
-    from pipeline.config_rules import problems
+    from kbwatch.pipeline.config import load_settings
+    from kbwatch.pipeline.config_rules import problems
 
     settings = load_settings(tmp_path)
     assert problems(settings) == []

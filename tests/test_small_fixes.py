@@ -208,7 +208,7 @@ def test_scanned_pdf_without_text_fails_as_no_text_with_and_without_ocr(tmp_path
 _CLOSE_WHILE_STARTING = """
 import sys, time
 import multiprocessing.util as mpu
-from pipeline.workers import WorkerPool
+from kbwatch.pipeline.workers import WorkerPool
 
 if __name__ == "__main__":
     real = mpu.spawnv_passfds

@@ -84,7 +84,9 @@ class Service:
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"no exit within {timeout} s of SIGTERM\n{self.log()[-3000:]}") from None
+            self.proc.send_signal(signal.SIGUSR1)  # the service prints every thread's stack
+            time.sleep(1.0)
+            raise AssertionError(f"no exit within {timeout} s of SIGTERM\n{self.log()[-8000:]}") from None
         return code, time.monotonic() - t0
 
     def kill(self) -> None:
@@ -429,8 +431,8 @@ SLOW_PLUGIN = '''\
 """A parser for .slow files that takes as long as the file says (seconds), in a worker process."""
 import time
 
-from pipeline import hookimpl
-from pipeline.model import ParsedDocument, ParserInfo
+from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
 
 @hookimpl

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.workers import WorkerPool
+from kbwatch.pipeline.workers import WorkerPool
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,13 +31,13 @@ def test_spawned_pool_by_default():
 
 
 def test_unstructured_plugin_preloads_a_warm_module(tmp_path):
-    from pipeline.config import load_settings
-    from pipeline.plugins import build_plugin_manager
+    from kbwatch.pipeline.config import load_settings
+    from kbwatch.pipeline.plugins import build_plugin_manager
 
     settings = load_settings(tmp_path)
     mods = [m for lst in build_plugin_manager(settings).hook.kb_worker_preload(settings=settings) for m in lst or []]
-    assert "plugins._unstructured_warm" in mods
-    code = ("import sys, plugins._unstructured_warm; "
+    assert "kbwatch.plugins._unstructured_warm" in mods
+    code = ("import sys, kbwatch.plugins._unstructured_warm; "
             "assert 'unstructured.partition.docx' in sys.modules; print('warm')")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -46,8 +46,8 @@ def test_unstructured_plugin_preloads_a_warm_module(tmp_path):
 
 def test_rich_parsers_preload_their_libraries_into_forked_workers(tmp_path):
     """PDF, PowerPoint and Excel libraries are imported once in the template, not once per worker."""
-    from pipeline.config import load_settings
-    from pipeline.plugins import build_plugin_manager
+    from kbwatch.pipeline.config import load_settings
+    from kbwatch.pipeline.plugins import build_plugin_manager
 
     settings = load_settings(tmp_path)
     mods = sorted({m for lst in build_plugin_manager(settings).hook.kb_worker_preload(settings=settings)
@@ -55,8 +55,8 @@ def test_rich_parsers_preload_their_libraries_into_forked_workers(tmp_path):
     for lib in ("pypdfium2", "pdfplumber", "pptx", "openpyxl", "xlrd"):
         assert lib in mods
     # in a fresh interpreter: the forkserver's preload is fixed by the first pool of a process
-    code = ("import sys; from pipeline.workers import WorkerPool\n"
-            f"pool = WorkerPool(1, preload={[m for m in mods if m != 'plugins._unstructured_warm']!r})\n"
+    code = ("import sys; from kbwatch.pipeline.workers import WorkerPool\n"
+            f"pool = WorkerPool(1, preload={[m for m in mods if m != 'kbwatch.plugins._unstructured_warm']!r})\n"
             "print(pool.call(eval, \"sorted(m for m in ('pdfplumber', 'pptx', 'openpyxl') "
             "if m in __import__('sys').modules)\", timeout=120)); pool.close()")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=180)
@@ -73,7 +73,7 @@ def test_prestart_returns_while_the_template_is_still_importing(tmp_path):
         "while not os.path.exists(os.environ['KB_TEST_GATE']) and time.monotonic() < deadline:\n"
         "    time.sleep(0.02)\n")
     # the gate opens only after prestart() returned: a blocking prestart never gets there
-    code = ("import os; from pathlib import Path; from pipeline.workers import WorkerPool\n"
+    code = ("import os; from pathlib import Path; from kbwatch.pipeline.workers import WorkerPool\n"
             "pool = WorkerPool(2, preload=['kb_slow_template'])\n"
             "pool.prestart()\n"
             "print('prestart returned', flush=True)\n"
@@ -101,8 +101,8 @@ def test_workers_freeze_their_warm_heap_out_of_the_collector():
 
 
 def test_one_shot_batch_runs_in_process_files_first_then_largest_first(tmp_path):
-    from pipeline.ingest import _order_key
-    from pipeline.kb import KnowledgeBase
+    from kbwatch.pipeline.ingest import _order_key
+    from kbwatch.pipeline.kb import KnowledgeBase
 
     kb = KnowledgeBase(tmp_path)
     project, _ = kb.init_project("demo")
@@ -137,8 +137,8 @@ def test_close_while_workers_start_leaves_no_worker_alive(monkeypatch):
 
     import psutil
 
-    from pipeline import workers
-    from pipeline.errors import TransientError
+    from kbwatch.pipeline import workers
+    from kbwatch.pipeline.errors import TransientError
 
     before = {c.pid for c in psutil.Process().children(recursive=True)}
     real_init = workers._Worker.__init__

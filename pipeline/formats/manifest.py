@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import PermanentError
+from kbwatch.pipeline.errors import PermanentError
 
 HASH_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -141,7 +141,7 @@ def validate(data: Any) -> list[str]:
 
 def session_manifest(session) -> Manifest:
     """The project's manifest, loaded once per session and shared by all stages."""
-    from pipeline.fsutil import iso_minute, now_local
+    from kbwatch.pipeline.fsutil import iso_minute, now_local
 
     return session.cached_file(
         "manifest.json",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.bigtext import first_lines, newline_bounds
+from kbwatch.pipeline.bigtext import first_lines, newline_bounds
 
 HEADER_RE = re.compile(r"^<!-- (source|archived|parsed_at): (.*) -->$")
 

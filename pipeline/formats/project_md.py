@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.formats.parsed import strip_header
+from kbwatch.pipeline.formats.parsed import strip_header
 
 HEADINGS = {
     "zh": {

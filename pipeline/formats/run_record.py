@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipeline import __version__
+from kbwatch.pipeline import __version__
 
 OUTCOME_RE = re.compile(r"^outcome=(done|duplicate|conflict|failed): ?(.*)$", re.S)
 FINDING_RE = re.compile(

@@ -305,7 +305,7 @@ def build_pack(
     activation: str = "explicit",
     read_document: Callable[[str], str | None] | None = None,
     run_id: str | None = None,
-    tool_version: str = "0.1.0",
+    tool_version: str | None = None,  # None: this kbwatch's version
     chunks_per_file: int = 3,
 ) -> Pack:
     """Build the fenced pack and its context-resolution record for one question.
@@ -520,7 +520,7 @@ def build_pack(
         "run_id": run_id or new_run_id(),
         "query": question,
         "status": run_status_for(pack_status, warnings),
-        "resolver": {"tool": "kbwatch", "version": tool_version, "strategy": "bm25-chunks"},
+        "resolver": {"tool": "kbwatch", "version": tool_version or _kbwatch_version(), "strategy": "bm25-chunks"},
         "activated_packs": [pack_entry],
         "missing": missing,
         "token_estimate": int(math.ceil(len(text) / 4)),
@@ -538,3 +538,9 @@ def build_pack(
         excluded=excluded,
         nothing_found=nothing,
     )
+
+
+def _kbwatch_version() -> str:
+    from kbwatch.pipeline import __version__
+
+    return __version__

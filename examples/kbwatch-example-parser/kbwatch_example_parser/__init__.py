@@ -17,9 +17,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from pipeline import hookimpl
-from pipeline.errors import PermanentError
-from pipeline.model import ParsedDocument, ParserInfo
+# only the public plugin API: names exported by kbwatch.pipeline
+from kbwatch.pipeline import ParsedDocument, ParserInfo, PermanentError, hookimpl
 
 CUE_RE = re.compile(r"^(\d\d:)?\d\d:\d\d[.,]\d{3}\s+-->\s+")
 LEVEL_RE = re.compile(r"\b(DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL|FATAL)\b")

@@ -100,8 +100,8 @@ def test_wheel_installs_beside_a_distribution_with_generic_names(wheel, tmp_path
     assert (root / "tea" / "parsed" / "green.md").exists()
     answer = _run([kbwatch, "ask", "tea", "steamed sencha", "--json", "--root", str(root)], env=env, cwd=tmp_path)
     record = json.loads(answer.stdout)
-    assert any("green.md" in json.dumps(a) for a in record.get("source_anchors", record.get("selected_files", []))), \
-        answer.stdout[:2000]
+    [pack] = record["activated_packs"]
+    assert pack["selected_files"] == ["parsed/green.md"], answer.stdout[:2000]
     # the neighbour is untouched by all this
     again = _run([str(py), "-c", "import pipeline, plugins; print(pipeline.WHO, plugins.WHO)"], env=env, cwd=tmp_path)
     assert again.stdout.strip() == "neighbour-pipeline neighbour-plugins"

@@ -142,7 +142,7 @@ def ingest(root: Path) -> dict:
         wall = time.perf_counter() - t0
     finally:
         index_plugin._flush = orig
-        from kbwatch.plugins._navigation import close_indexes
+        from kbwatch.plugins.retrieval.navigation import close_indexes
 
         close_indexes()
         kb.close()
@@ -186,7 +186,7 @@ def cli_single(root: Path, queries: list[str], max_files: int = 100) -> list[flo
 def inprocess_latency(root: Path, queries: list[str]) -> dict:
     """Per-query ms around Asker.ask (build_pack) at 100 and 6 files, and around search_documents."""
     from kbwatch.pipeline.kb import KnowledgeBase
-    from kbwatch.plugins._navigation import close_indexes
+    from kbwatch.plugins.retrieval.navigation import close_indexes
     from kbwatch.plugins.ask import Asker
 
     kb = KnowledgeBase(root)

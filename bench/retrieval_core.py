@@ -87,7 +87,7 @@ def as_document(doc: dict, layout: str) -> tuple[str, str, str]:
 
 
 def run_set(name: str, layout: str, workdir: Path, **index_kw) -> dict:
-    from kbwatch.plugins._retrieval import SearchIndex
+    from kbwatch.plugins.retrieval import SearchIndex
 
     split = SETS[name]
     corpus, queries, qrels = load(name, split)
@@ -108,7 +108,7 @@ def run_set(name: str, layout: str, workdir: Path, **index_kw) -> dict:
         nd.append(ndcg_at(ranked, qrels[qid]))
         rc.append(recall_at(ranked, qrels[qid]))
     # the whole ask path: build_pack with its defaults (6 files, 4000 characters)
-    from kbwatch.plugins._retrieval import build_pack
+    from kbwatch.plugins.retrieval import build_pack
 
     pack_lat = []
     for text in list(queries.values())[:200]:
@@ -137,7 +137,7 @@ def run_set(name: str, layout: str, workdir: Path, **index_kw) -> dict:
 def run_scale(workdir: Path, name: str = "scifact", min_chunks: int = 50_000, n_queries: int = 300,
               **index_kw) -> dict:
     """Replicate a corpus until the index holds >= min_chunks chunks; time top-10 chunk queries."""
-    from kbwatch.plugins._retrieval import SearchIndex
+    from kbwatch.plugins.retrieval import SearchIndex
 
     corpus, queries, _ = load(name, SETS[name])
     idx = SearchIndex(workdir / f"scale-{name}.sqlite3", **index_kw)

@@ -104,4 +104,4 @@ class StateGuard:
     def _restore_index() -> bool:
         from kbwatch.pipeline.heal import restore_live
 
-        return restore_live()  # the search index registers itself (plugins/_navigation.py)
+        return restore_live()  # the search index registers itself (plugins/retrieval/navigation.py)

@@ -18,7 +18,7 @@ from pathlib import Path
 from kbwatch.pipeline import __version__, hookimpl
 from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
 from kbwatch.pipeline.fsutil import atomic_write
-from kbwatch.plugins._navigation import open_index
+from kbwatch.plugins.retrieval.navigation import open_index
 
 
 def flagged_documents(journal, project: str) -> dict[str, str]:
@@ -75,7 +75,7 @@ class Asker:
         import sqlite3
 
         from kbwatch.pipeline.heal import is_corrupt
-        from kbwatch.plugins._navigation import heal_index
+        from kbwatch.plugins.retrieval.navigation import heal_index
 
         try:
             return fn()
@@ -92,7 +92,7 @@ class Asker:
         return path.read_text(encoding="utf-8", errors="replace")
 
     def ask(self, question: str, max_files: int, budget: int):
-        from kbwatch.plugins._retrieval import build_pack
+        from kbwatch.plugins.retrieval import build_pack
 
         return self._healing(lambda: build_pack(
             self.index, self.project.name, question, project_md=self.project_md, status=self.status,

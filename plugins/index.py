@@ -20,7 +20,7 @@ from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.formats.manifest import session_manifest
 from kbwatch.pipeline.formats.project_md import session_project_md
 from kbwatch.pipeline.stage import RunContext, Stage
-from kbwatch.plugins._navigation import index_max_chars, open_index, project_purpose, remember_project, write_folder_files, write_root_file
+from kbwatch.plugins.retrieval.navigation import index_max_chars, open_index, project_purpose, remember_project, write_folder_files, write_root_file
 
 
 def _flush(session, settings) -> None:
@@ -59,7 +59,7 @@ class IndexStage(Stage):
         return bool(ctx.parsed_path and (ctx.parsed_text or ctx.parsed_parts))
 
     def run(self, ctx: RunContext) -> str | None:
-        from kbwatch.plugins._retrieval import document_title
+        from kbwatch.plugins.retrieval import document_title
 
         session, settings = ctx.project, ctx.settings
         rel = ctx.parsed_path

@@ -22,8 +22,8 @@ from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.errors import PermanentError
 from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
-from kbwatch.plugins._common import option
-from kbwatch.plugins._ocr import Ocr, ocr_available, ocr_image, ocr_missing
+from kbwatch.plugins.parsing.common import option
+from kbwatch.plugins.parsing.ocr import Ocr, ocr_available, ocr_image, ocr_missing
 
 EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".heic", ".heif")
 MULTI_PAGE = (".tif", ".tiff", ".heic", ".heif")  # formats whose frames are pages, not animation

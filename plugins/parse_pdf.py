@@ -26,9 +26,9 @@ from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.errors import PermanentError
 from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
-from kbwatch.plugins._common import head, md_table, option
-from kbwatch.plugins._ocr import clean_text as clean
-from kbwatch.plugins._ocr import ocr_image
+from kbwatch.plugins.parsing.common import head, md_table, option
+from kbwatch.plugins.parsing.ocr import clean_text as clean
+from kbwatch.plugins.parsing.ocr import ocr_image
 
 
 @hookimpl

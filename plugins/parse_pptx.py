@@ -16,7 +16,7 @@ from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.errors import PermanentError
 from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
-from kbwatch.plugins._common import check_zip_container, md_table
+from kbwatch.plugins.parsing.common import check_zip_container, md_table
 
 EXTENSIONS = (".pptx", ".pptm")
 _GENERIC_TITLES = {"", "powerpoint presentation", "presentation", "powerpoint-präsentation", "演示文稿", "幻灯片 1"}

@@ -27,7 +27,7 @@ from kbwatch.pipeline.bigtext import LARGE_CHARS, newline_bounds
 from kbwatch.pipeline.errors import PermanentError
 from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
-from kbwatch.plugins._common import decode_bytes, fenced, md_table
+from kbwatch.plugins.parsing.common import decode_bytes, fenced, md_table
 
 TEXT_EXTS = (".md", ".markdown", ".txt", ".text", ".log", ".rst", ".org")
 TABLE_EXTS = (".csv", ".tsv")

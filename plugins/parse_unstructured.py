@@ -4,8 +4,8 @@ Owns .docx .odt .rtf .epub .html .htm .eml .msg, and .doc .ppt when
 LibreOffice's ``soffice`` is on PATH (else ``failed: missing program``).
 Each extension calls its own partitioner (``partition_docx``,
 ``partition_html``...) — never ``partition()`` with ``auto``/``hi_res`` — after
-:func:`kbwatch.plugins._offline.ensure_offline`. Elements are rendered by
-:mod:`kbwatch.plugins._elements_md`.
+:func:`kbwatch.plugins.parsing.offline.ensure_offline`. Elements are rendered by
+:mod:`kbwatch.plugins.parsing.rendering`.
 
 - .docx/.odt/.epub: ZIP container checked first (zip bomb, DTD/entities,
   encrypted OLE under an OOXML name → ``encrypted``).
@@ -36,7 +36,8 @@ from kbwatch.pipeline.errors import PermanentError, StageError, TransientError
 from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 from kbwatch.pipeline.parsing import ParseAs
 
-from kbwatch.plugins._common import OLE_MAGIC, ZIP_MAGIC, check_zip_container, decode_bytes, head
+from kbwatch.plugins.parsing.common import OLE_MAGIC, ZIP_MAGIC, check_zip_container, decode_bytes, head
+from kbwatch.plugins.parsing.partitioners import partitioner, warm_up
 
 ZIPPED = {".docx": "docx", ".odt": "odt", ".epub": "epub"}
 PANDOC = (".odt", ".rtf", ".epub")
@@ -55,28 +56,6 @@ def kb_parser_info():
             "doc/ppt need LibreOffice",
         )
     ]
-
-
-def _partitioner(ext: str):
-    if ext == ".docx":
-        from unstructured.partition.docx import partition_docx as fn
-    elif ext == ".odt":
-        from unstructured.partition.odt import partition_odt as fn
-    elif ext == ".rtf":
-        from unstructured.partition.rtf import partition_rtf as fn
-    elif ext == ".epub":
-        from unstructured.partition.epub import partition_epub as fn
-    elif ext in (".html", ".htm"):
-        from unstructured.partition.html import partition_html as fn
-    elif ext == ".eml":
-        from unstructured.partition.email import partition_email as fn
-    elif ext == ".msg":
-        from unstructured.partition.msg import partition_msg as fn
-    elif ext == ".doc":
-        from unstructured.partition.doc import partition_doc as fn
-    else:
-        from unstructured.partition.ppt import partition_ppt as fn
-    return fn
 
 
 def _preflight(path: Path, ext: str, settings) -> None:
@@ -115,19 +94,13 @@ def _preflight(path: Path, ext: str, settings) -> None:
 @hookimpl
 def kb_worker_preload(settings):
     """Forked workers inherit unstructured already imported and warmed."""
-    return ["kbwatch.plugins._unstructured_warm"]
+    return ["kbwatch.plugins.parsing.warm"]
 
 
 @hookimpl
 def kb_worker_started(settings):
     """Pay unstructured's import and tokenizer set-up once per worker, not on its first file."""
-    from kbwatch.plugins._offline import ensure_offline
-
-    ensure_offline()
-    from unstructured.partition.html import partition_html
-
-    _partitioner(".docx")
-    partition_html(text="<h1>Warm-up</h1><p>This sentence loads the tokenizer once.</p>")
+    warm_up()
 
 
 @hookimpl
@@ -142,11 +115,11 @@ def kb_parse(path, ext, settings):
             ext = ".rtf"
     _preflight(path, ext, settings)
 
-    from kbwatch.plugins import _elements_md
-    from kbwatch.plugins._offline import ensure_offline
+    from kbwatch.plugins.parsing import rendering
+    from kbwatch.plugins.parsing.offline import ensure_offline
 
     ensure_offline()
-    fn = _partitioner(ext)
+    fn = partitioner(ext)
     kwargs: dict = {}
     if ext in (".html", ".htm"):
         text, _ = decode_bytes(path.read_bytes(), path.name)
@@ -173,7 +146,7 @@ def kb_parse(path, ext, settings):
     except Exception as exc:  # library failure on this file: it will fail again
         raise _classify(path, ext, exc)
 
-    body, title, pages = _elements_md.render(elements)
+    body, title, pages = rendering.render(elements)
     warnings: list[str] = []
     if ext in (".eml", ".msg"):
         header, subject, attachments = _email_header(path, ext, elements)

@@ -23,7 +23,7 @@ from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.errors import PermanentError
 from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
-from kbwatch.plugins._common import OLE_MAGIC, check_zip_container, head, md_table, option
+from kbwatch.plugins.parsing.common import OLE_MAGIC, check_zip_container, head, md_table, option
 
 EXTENSIONS = (".xlsx", ".xlsm", ".xls")
 

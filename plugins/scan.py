@@ -18,8 +18,8 @@ from kbwatch.pipeline.formats.parsed import body_line_offset
 from kbwatch.pipeline.model import ParsedDocument
 from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.stage import RunContext, Stage
-from kbwatch.plugins._sanitize import sanitize
-from kbwatch.plugins._scanutil import allowed, scan_options
+from kbwatch.plugins.scanning.sanitize import sanitize
+from kbwatch.plugins.scanning import allowed, scan_options
 
 
 # rules that judge the whole document: reported once, whichever window saw them first
@@ -40,7 +40,7 @@ def run_scanners(plugins, document, settings) -> list:
     findings = []
     for batch in batches:
         for f in batch or []:
-            if allowed(opts, f):  # the same rule the scanners apply (kbwatch.plugins._scanutil)
+            if allowed(opts, f):  # the same rule the scanners apply (kbwatch.plugins.scanning)
                 continue
             findings.append(f)
     findings.sort(key=lambda f: (f.offset, f.rule))

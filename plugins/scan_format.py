@@ -31,7 +31,7 @@ from collections import Counter
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.config import stage_defaults
 from kbwatch.pipeline.model import Finding
-from kbwatch.plugins._scanutil import LineIndex, make_finding, mask_runs, scan_options
+from kbwatch.plugins.scanning import LineIndex, make_finding, mask_runs, scan_options
 
 KIND = "format"
 def _opt(opts: dict, key: str) -> int:

@@ -32,8 +32,8 @@ import re
 
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
-from kbwatch.plugins import _injection_rules as R
-from kbwatch.plugins._scanutil import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, _apply, decode_encoded,
+from kbwatch.plugins.scanning import injection_rules as R
+from kbwatch.plugins.scanning import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, apply_rewrite, decode_encoded,
                                decode_invisible_runs, make_finding, normalize, scan_options)
 
 KIND = "injection"
@@ -167,7 +167,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     findings: list[Finding] = []
     view: View = normalize(text)
     if "-" in view.text and _INWORD_HYPHEN.search(view.text):  # "i-nstruction", "as-sistant"
-        t2, m2 = _apply(view.text, view.omap, _INWORD_HYPHEN, lambda m: "")
+        t2, m2 = apply_rewrite(view.text, view.omap, _INWORD_HYPHEN, lambda m: "")
         view = View(t2, m2, len(text))
     vt = view.text
     cjk = bool(R.HAS_CJK.search(vt))

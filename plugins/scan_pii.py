@@ -24,7 +24,7 @@ import re
 
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
-from kbwatch.plugins._scanutil import LineIndex, make_finding, normalize, scan_options
+from kbwatch.plugins.scanning import LineIndex, make_finding, normalize, scan_options
 
 KIND = "pii"
 _W = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)

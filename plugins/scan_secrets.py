@@ -35,7 +35,7 @@ import re
 
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
-from kbwatch.plugins._scanutil import LineIndex, make_finding, scan_options, shannon
+from kbwatch.plugins.scanning import LineIndex, make_finding, scan_options, shannon
 
 KIND = "secret"
 _B = r"(?<![A-Za-z0-9_])"

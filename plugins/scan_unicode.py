@@ -33,7 +33,7 @@ import unicodedata
 
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
-from kbwatch.plugins._scanutil import LineIndex, decode_invisible_runs, make_finding, scan_options, visible
+from kbwatch.plugins.scanning import LineIndex, decode_invisible_runs, make_finding, scan_options, visible
 
 KIND = "hidden-unicode"
 

@@ -186,7 +186,7 @@ def test_index_is_rebuildable(kb, cli, root):
         p = root / ".kbwatch" / f"search.sqlite3{extra}"
         if p.exists():
             p.unlink()
-    from kbwatch.plugins._navigation import close_indexes
+    from kbwatch.plugins.retrieval.navigation import close_indexes
 
     close_indexes()
     result = cli("index", "rebuild")

@@ -180,9 +180,7 @@ def test_no_plugin_imports_another_plugin():
     """Plugins talk through hooks and the core; ``plugins/_*`` modules are libraries."""
     from kbwatch.pipeline.plugins import BUILTIN_PLUGINS
 
-    # the worker template's warm-up module (a library, preloaded by the forkserver) warms
-    # parse_unstructured; it goes with item 6 of issue 13 (libraries in named subpackages)
-    known = {("_unstructured_warm", "parse_unstructured")}
+    known: set[tuple[str, str]] = set()  # no exceptions
     names = set(BUILTIN_PLUGINS)
     pattern = re.compile(r"^\s*(?:from\s+(?:kbwatch\.)?plugins\.(\w+)\s+import|import\s+(?:kbwatch\.)?plugins\.(\w+)"
                          r"|from\s+(?:kbwatch\.)?plugins\s+import\s+([\w ,()]+))",
@@ -201,3 +199,15 @@ def test_no_plugin_imports_another_plugin():
     assert pattern.search("    from kbwatch.plugins.knowledge import write_knowledge\n")
     assert BUILTIN_PLUGINS and set(BUILTIN_PLUGINS) == {
         p.stem for p in (REPO / "plugins").glob("*.py") if not p.stem.startswith("_")}
+
+
+def test_libraries_live_in_named_subpackages():
+    """No ``_``-module at the top of plugins/, and no underscore module imported from outside its package."""
+    assert sorted(p.name for p in (REPO / "plugins").glob("_*.py")) == ["__init__.py"]
+    private = re.compile(r"^\s*(?:from|import)\s+kbwatch\.(?:plugins|pipeline)(?:\.\w+)*\._(?!_)\w*", re.M)
+    offenders = []
+    for path in sorted([*REPO.glob("plugins/**/*.py"), *REPO.glob("pipeline/**/*.py"), *REPO.glob("bench/*.py"),
+                        *REPO.glob("tests/*.py")]):
+        for m in private.finditer(path.read_text(encoding="utf-8")):
+            offenders.append(f"{path.relative_to(REPO)}: {m.group(0).strip()}")
+    assert not offenders, offenders

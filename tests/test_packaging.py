@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -32,8 +33,12 @@ def _run(cmd, **kw):
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    # built from a copy: setuptools writes build/ and *.egg-info/ next to the sources
+    src = tmp_path_factory.mktemp("src") / "kbwatch"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
+        ".git", "tests", "bench", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".kbwatch", "demo-kb"))
     # --no-build-isolation: build with the setuptools already here (no index needed)
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)])
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)])
     [whl] = out.glob("kbwatch-*.whl")
     return whl
 

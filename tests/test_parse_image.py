@@ -87,7 +87,7 @@ def test_an_image_without_text_fails_as_no_text(tmp_path):
 
 
 def test_without_tesseract_images_fail_naming_the_program(tmp_path, monkeypatch):
-    from kbwatch.plugins import _ocr
+    from kbwatch.plugins.parsing import ocr as _ocr
 
     path = tmp_path / "scan.png"
     _page("x").save(path)
@@ -194,7 +194,7 @@ def test_truncated_multi_page_tiff_keeps_the_pages_before_the_damage(tmp_path):
 @needs_tesseract
 def test_chinese_image_is_read_with_chi_sim(tmp_path):
     from _parse_util import FIXTURES
-    from kbwatch.plugins._ocr import tesseract_langs
+    from kbwatch.plugins.parsing.ocr import tesseract_langs
 
     if "chi_sim" not in tesseract_langs():
         pytest.skip("tesseract has no chi_sim data (apt-get install tesseract-ocr-chi-sim)")

@@ -2,7 +2,7 @@
 
 The child process records socket and subprocess audit events (sys.addaudithook),
 parses one file of each family, and checks that unstructured runs on the offline
-spaCy stand-in (plugins/_offline.py) rather than a downloaded model.
+spaCy stand-in (plugins/parsing/offline.py) rather than a downloaded model.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ CHILD = textwrap.dedent(
     sys.path[:0] = [{root!r}, {tests!r}]
     import _parse_util as u
     from pathlib import Path
-    from kbwatch.plugins._offline import active_nlp_name, STAND_IN_MARKER
+    from kbwatch.plugins.parsing.offline import active_nlp_name, STAND_IN_MARKER
     out = {{}}
     for f in json.loads(sys.argv[1]):
         doc = u.parse(Path(f))
@@ -84,7 +84,7 @@ def test_all_formats_parse_without_network(tmp_path):
     (tmp_path / "a.txt").write_text("纯文本内容", encoding="utf-8")
     files = [tmp_path / n for n in ("a.docx", "a.pptx", "a.xlsx", "a.pdf", "a.html", "a.txt")]
     files += [FIXTURES / "fake-email-utf-16-le.eml", FIXTURES / "fake.odt", FIXTURES / "fake-email.msg"]
-    from kbwatch.plugins._ocr import tesseract_langs
+    from kbwatch.plugins.parsing.ocr import tesseract_langs
 
     ocr = "chi_sim" in tesseract_langs()
     if ocr:  # images are read by OCR, a local program

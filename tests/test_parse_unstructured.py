@@ -163,7 +163,7 @@ def test_not_a_zip_docx(tmp_path):
 
 
 def test_renderer_table_spans():
-    from kbwatch.plugins._elements_md import html_table_rows
+    from kbwatch.plugins.parsing.rendering import html_table_rows
 
     rows = html_table_rows('<table><tr><td rowspan="2">a</td><td colspan="2">b</td></tr><tr><td>c</td><td>d</td></tr></table>')
     assert rows == [["a", "b", ""], ["", "c", "d"]]

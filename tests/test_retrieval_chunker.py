@@ -1,6 +1,6 @@
 """Chunker: line ranges (1-based, in the file on disk), headings, anchors."""
 
-from kbwatch.plugins._retrieval import chunk_markdown, document_title
+from kbwatch.plugins.retrieval import chunk_markdown, document_title
 
 PARSED = """<!-- source: 技术方案.pdf -->
 <!-- archived: archive/技术方案_202602181725.pdf -->

@@ -4,8 +4,8 @@ import sqlite3
 
 import pytest
 
-from kbwatch.plugins._retrieval import SearchIndex
-from kbwatch.plugins._retrieval.index import MERGE_FACTOR
+from kbwatch.plugins.retrieval import SearchIndex
+from kbwatch.plugins.retrieval.index import MERGE_FACTOR
 
 
 def parsed(name, body):

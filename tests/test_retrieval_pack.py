@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbwatch.plugins._retrieval import (
+from kbwatch.plugins.retrieval import (
     SearchIndex,
     build_pack,
     escape_attr,
@@ -306,7 +306,7 @@ def test_fixture_schemas_match_shared():
 
 
 def test_project_md_parts_cached_and_equal():
-    from kbwatch.plugins._retrieval.pack import project_md_parts
+    from kbwatch.plugins.retrieval.pack import project_md_parts
 
     md = "# p\n\n## 概述\n\nA summary.\n\n## 文件索引\n\n| 文件 | 解析 | 类型 | 摘要 |\n|---|---|---|---|\n" \
          "| a.txt | parsed/a.md | text | first row |\n"
@@ -318,9 +318,9 @@ def test_project_md_parts_cached_and_equal():
 
 
 def test_window_line_scores_and_choice():
-    from kbwatch.plugins._retrieval.index import Hit
-    from kbwatch.plugins._retrieval.pack import _line_scores, _window
-    from kbwatch.plugins._retrieval.tokenizer import tokenize
+    from kbwatch.plugins.retrieval.index import Hit
+    from kbwatch.plugins.retrieval.pack import _line_scores, _window
+    from kbwatch.plugins.retrieval.tokenizer import tokenize
 
     q = set(tokenize("rate limiting 限流算法"))
     lines = ["Intro about nothing.", "", "The RATE limiting rule: 限流算法 token bucket.", "Tail."]

@@ -1,7 +1,7 @@
 """Tokeniser: Latin stemming/stop words, CJK bigrams + unigrams, normalisation."""
 
-from kbwatch.plugins._retrieval import tokenize
-from kbwatch.plugins._retrieval.tokenizer import has_cjk, tokenize_query
+from kbwatch.plugins.retrieval import tokenize
+from kbwatch.plugins.retrieval.tokenizer import has_cjk, tokenize_query
 
 
 def test_wang_shen_question_yields_several_tokens():
@@ -61,7 +61,7 @@ def test_query_tokens_cached_and_equal():
 
 
 def test_question_words_break_cjk_runs():
-    from kbwatch.plugins._retrieval.tokenizer import TOKENIZER_VERSION
+    from kbwatch.plugins.retrieval.tokenizer import TOKENIZER_VERSION
 
     assert TOKENIZER_VERSION != "1"  # rule change: old indexes are rebuilt
     toks = tokenize("纽西兰鸡毛松有什么用途？")

@@ -4,7 +4,7 @@ import pytest
 
 from kbwatch.pipeline.model import ParsedDocument
 from kbwatch.plugins import scan_secrets
-from kbwatch.plugins._scanutil import mask_value
+from kbwatch.plugins.scanning import mask_value
 
 R = "Q7vX2mK9pL4sT8wN3bZ6"  # random-looking filler
 AWS = "AKIA" + "Z7Q2M4K6P3X5N2R7"

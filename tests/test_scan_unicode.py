@@ -1,10 +1,10 @@
-"""Unit tests for plugins/scan_unicode.py and plugins/_sanitize.py."""
+"""Unit tests for plugins/scan_unicode.py and plugins/scanning/sanitize.py."""
 
 import pytest
 
 from kbwatch.pipeline.model import ParsedDocument
 from kbwatch.plugins import scan_secrets, scan_unicode
-from kbwatch.plugins._sanitize import MARKER, sanitize
+from kbwatch.plugins.scanning.sanitize import MARKER, sanitize
 
 
 def rules(text):

@@ -1,8 +1,9 @@
-"""Unit tests for plugins/_scanutil.py: normalisation fast paths and the offset map."""
+"""Unit tests for plugins/scanning/: normalisation fast paths and the offset map."""
 
 import pytest
 
-from kbwatch.plugins._scanutil import _slow_norm, mask_runs, normalize
+from kbwatch.plugins.scanning import mask_runs, normalize
+from kbwatch.plugins.scanning.normalise import _slow_norm
 
 
 @pytest.mark.parametrize("text", [

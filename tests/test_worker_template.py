@@ -36,8 +36,8 @@ def test_unstructured_plugin_preloads_a_warm_module(tmp_path):
 
     settings = load_settings(tmp_path)
     mods = [m for lst in build_plugin_manager(settings).hook.kb_worker_preload(settings=settings) for m in lst or []]
-    assert "kbwatch.plugins._unstructured_warm" in mods
-    code = ("import sys, kbwatch.plugins._unstructured_warm; "
+    assert "kbwatch.plugins.parsing.warm" in mods
+    code = ("import sys, kbwatch.plugins.parsing.warm; "
             "assert 'unstructured.partition.docx' in sys.modules; print('warm')")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -56,7 +56,7 @@ def test_rich_parsers_preload_their_libraries_into_forked_workers(tmp_path):
         assert lib in mods
     # in a fresh interpreter: the forkserver's preload is fixed by the first pool of a process
     code = ("import sys; from kbwatch.pipeline.workers import WorkerPool\n"
-            f"pool = WorkerPool(1, preload={[m for m in mods if m != 'kbwatch.plugins._unstructured_warm']!r})\n"
+            f"pool = WorkerPool(1, preload={[m for m in mods if m != 'kbwatch.plugins.parsing.warm']!r})\n"
             "print(pool.call(eval, \"sorted(m for m in ('pdfplumber', 'pptx', 'openpyxl') "
             "if m in __import__('sys').modules)\", timeout=120)); pool.close()")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=180)

@@ -3,7 +3,7 @@
 Not a plugin (the leading underscore keeps it out of auto-registration); the
 ``index`` stage and the ``ask`` command use it.
 
-    from kbwatch.plugins._retrieval import SearchIndex, build_pack, tokenize, chunk_markdown
+    from kbwatch.plugins.retrieval import SearchIndex, build_pack, tokenize, chunk_markdown
 """
 
 from .chunker import Chunk, chunk_markdown, document_title

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from typing import NamedTuple
 
-from kbwatch.plugins._common import collapse_cjk_spaces, option
+from kbwatch.plugins.parsing.common import collapse_cjk_spaces, option
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")
 

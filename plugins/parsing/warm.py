@@ -5,13 +5,9 @@ partitioners and builds its sentence tokenizer, so that every forked worker
 starts warm (see ``kb_worker_preload`` in ``plugins/parse_unstructured.py``).
 """
 
-from kbwatch.plugins._offline import ensure_offline
-
-ensure_offline()
-
-from kbwatch.plugins.parse_unstructured import kb_worker_started  # noqa: E402
+from kbwatch.plugins.parsing.partitioners import warm_up
 
 try:
-    kb_worker_started(settings={})
+    warm_up()
 except Exception:  # warming up is an optimisation only
     pass

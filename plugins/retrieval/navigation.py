@@ -26,7 +26,7 @@ def open_index(settings: dict):
     rebuilt from every project's parsed/ (kbwatch.pipeline.heal), with one warning line.
     """
     from kbwatch.pipeline.heal import open_healing, register_live
-    from kbwatch.plugins._retrieval import SearchIndex
+    from kbwatch.plugins.retrieval import SearchIndex
 
     path = str(state_dir(settings) / "search.sqlite3")
     with _LOCK:
@@ -56,7 +56,7 @@ def heal_index(settings: dict, reason: BaseException):
     """The index failed mid-use (e.g. "database disk image is malformed" in a query):
     move it aside, rebuild it from parsed/, return the fresh one (one warning line)."""
     from kbwatch.pipeline.heal import heal_lock, move_aside, register_live
-    from kbwatch.plugins._retrieval import SearchIndex
+    from kbwatch.plugins.retrieval import SearchIndex
 
     path = Path(state_dir(settings) / "search.sqlite3")
     with _LOCK:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from kbwatch.plugins._common import fenced, md_table
+from kbwatch.plugins.parsing.common import fenced, md_table
 
 DROP = {"Header", "Footer", "PageNumber", "PageBreak"}
 

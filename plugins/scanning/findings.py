@@ -1,0 +1,155 @@
+"""Positions, excerpts and findings: LineIndex (offsets to line/column), masking that never shows more than 6 characters of a secret, excerpts, make_finding, dedupe, Shannon entropy."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+import unicodedata
+from collections import Counter
+from typing import Any, Iterable
+
+from kbwatch.pipeline.model import Finding
+
+from .options import fingerprint_allowed, rule_allowed
+
+__all__ = ['LineIndex', 'dedupe', 'excerpt', 'make_finding', 'mask_runs', 'mask_value', 'shannon', 'visible']
+
+# --------------------------------------------------------------------------
+# positions and excerpts
+# --------------------------------------------------------------------------
+
+
+class LineIndex:
+    """Offset → (line, column), both 1-based, computed by bisection."""
+
+    def __init__(self, text: str):
+        self._text = text
+        self._starts: list[int] | None = None  # built on the first lookup: most texts have no finding
+
+    @property
+    def starts(self) -> list[int]:
+        if self._starts is None:
+            self._starts = [0] + [m.end() for m in re.finditer("\n", self._text)]
+        return self._starts
+
+    def position(self, offset: int) -> tuple[int, int]:
+        i = bisect.bisect_right(self.starts, offset) - 1
+        return i + 1, offset - self.starts[i] + 1
+
+
+def mask_value(value: str, keep: int = 6) -> str:
+    """Mask a secret: at most ``keep`` (≤ 6) characters are kept.
+
+    ≥ 12 characters: first 4 + ``…`` + last 2; 7–11: first 2 + ``…`` + last
+    1; shorter: first character + ``…``; a 1-character value becomes ``…``.
+    """
+    keep = min(keep, 6)
+    n = len(value)
+    if n >= 12 and keep >= 6:
+        return value[:4] + "…" + value[-2:]
+    if n >= 7 and keep >= 3:
+        return value[:2] + "…" + value[-1:]
+    if n >= 2 and keep >= 1:
+        return value[:1] + "…"
+    return "…"
+
+
+_LONG_RUN = re.compile(r"\S{7,}")
+
+
+def mask_runs(s: str) -> str:
+    """Mask every run of ≥ 7 non-space characters with :func:`mask_value`.
+
+    For excerpts of text that was not matched as a secret but may contain one
+    (format findings: long lines, blobs, repeated lines): whatever the run is,
+    at most 6 of its characters are shown.
+    """
+    return _LONG_RUN.sub(lambda m: mask_value(m.group()), s)
+
+
+_EXCERPT_CLEAN = str.maketrans({"\n": "⏎", "\r": " ", "\t": " "})
+
+
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def visible(s: str) -> str:
+    """Make invisible/control characters printable as ``<U+XXXX>``."""
+    if s.isascii() and not _ASCII_CONTROL.search(s):
+        return s
+    out = []
+    for ch in s:
+        cat = unicodedata.category(ch)
+        if ch in "\n\r\t":
+            out.append(ch)
+        elif cat in ("Cc", "Cf", "Co", "Cn", "Zl", "Zp") or 0xFE00 <= ord(ch) <= 0xFE0F or 0xE0100 <= ord(ch) <= 0xE01EF:
+            out.append(f"<U+{ord(ch):04X}>")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def excerpt(text: str, start: int, end: int, *, secret: bool = False, context: int = 20,
+            max_match: int = 80) -> str:
+    """A one-line excerpt around ``text[start:end]``.
+
+    With ``secret=True`` the matched part is masked by :func:`mask_value` and
+    the surrounding context is cut at the match (context never contains the
+    secret itself, so the excerpt shows ≤ 6 of its characters).
+    """
+    before = text[max(0, start - context):start]
+    after = text[end:end + context]
+    body = text[start:end]
+    if secret:
+        body = mask_value(body)
+    elif len(body) > max_match:
+        body = body[: max_match - 1] + "…"
+    s = visible(before).translate(_EXCERPT_CLEAN) + "[" + visible(body).translate(_EXCERPT_CLEAN) + "]" + visible(after).translate(_EXCERPT_CLEAN)
+    return s.strip()
+
+
+def make_finding(text: str, index: LineIndex, opts: dict[str, Any], *, kind: str, rule: str,
+                 severity: str, start: int, end: int, message: str = "", secret: bool = False,
+                 redact: bool = False, excerpt_text: str | None = None) -> Finding | None:
+    """Build a Finding for ``text[start:end]``; None when config allowlists it."""
+    if rule_allowed(opts, rule):
+        return None
+    line, col = index.position(start)
+    match = text[start:end]
+    f = Finding(
+        kind=kind, rule=rule, severity=severity, line=line, column=col, offset=start,
+        excerpt=excerpt_text if excerpt_text is not None else excerpt(
+            text, start, end, secret=secret, context=int(opts["excerpt_context"])),
+        length=end - start, match=match, redact=redact, message=message,
+    )
+    if fingerprint_allowed(opts, f.fingerprint):
+        return None
+    return f
+
+
+def dedupe(findings: Iterable[Finding]) -> list[Finding]:
+    """Drop findings whose span lies inside an earlier-kept span of the same rule family."""
+    out: list[Finding] = []
+    seen: set[tuple[str, int, int]] = set()
+    for f in sorted(findings, key=lambda f: (f.offset, -f.length)):
+        key = (f.rule, f.offset, f.length)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(f)
+    return out
+
+
+# --------------------------------------------------------------------------
+# entropy
+# --------------------------------------------------------------------------
+
+
+def shannon(s: str) -> float:
+    if not s:
+        return 0.0
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+

@@ -1,0 +1,224 @@
+"""The matching view of a text: NFKC, lower case, confusables folded, default-ignorable characters dropped, spaced-out letters joined, with a map back to original offsets."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+
+
+__all__ = ['apply_rewrite', 'CONFUSABLES', 'View', 'is_default_ignorable', 'normalize']
+
+# --------------------------------------------------------------------------
+# normalisation with an offset map
+# --------------------------------------------------------------------------
+
+# Latin look-alikes from Cyrillic, Greek and a few other blocks (UTS #39
+# confusables, the single-letter subset that matters for English keywords).
+CONFUSABLES = {
+    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p",
+    "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "ԁ": "d",
+    "ԛ": "q", "ԝ": "w", "ӏ": "l", "һ": "h", "ɡ": "g", "ɑ": "a", "ı": "i", "ɩ": "i", "ο": "o",
+    "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ρ": "p", "τ": "t", "υ": "u",
+    "χ": "x", "γ": "y", "ω": "w", "ѵ": "v", "ց": "g", "օ": "o", "ս": "u", "ᴀ": "a", "ʀ": "r",
+    "ꜱ": "s", "ᴛ": "t", "ɪ": "i", "ɴ": "n", "ᴏ": "o", "ᴇ": "e", "ʟ": "l", "ᴄ": "c", "ᴜ": "u",
+    "ᴍ": "m", "ᴅ": "d", "ɢ": "g", "ʜ": "h", "ᴋ": "k", "ᴘ": "p", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
+    "ℓ": "l", "ⅰ": "i", "ǀ": "l", "∣": "l", "‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-",
+    "‘": "'", "’": "'", "“": '"', "”": '"', "„": '"', "。": "。",
+}
+
+
+def is_default_ignorable(cp: int) -> bool:
+    """Unicode Default_Ignorable_Code_Point (hard-coded ranges, UCD 15)."""
+    return (
+        cp == 0x00AD or cp == 0x034F or cp == 0x061C or cp in (0x115F, 0x1160, 0x17B4, 0x17B5)
+        or 0x180B <= cp <= 0x180F or 0x200B <= cp <= 0x200F or 0x202A <= cp <= 0x202E
+        or 0x2060 <= cp <= 0x206F or cp == 0x3164 or 0xFE00 <= cp <= 0xFE0F or cp == 0xFEFF
+        or cp == 0xFFA0 or 0x1BCA0 <= cp <= 0x1BCA3 or 0x1D173 <= cp <= 0x1D17A
+        or 0xE0000 <= cp <= 0xE0FFF
+    )
+
+
+_NORM_CACHE: dict[str, str] = {}
+
+
+def _norm_char(ch: str) -> str:
+    r = _NORM_CACHE.get(ch)
+    if r is not None:
+        return r
+    cp = ord(ch)
+    if is_default_ignorable(cp) or cp == 0x2800:
+        r = ""
+    else:
+        r = unicodedata.normalize("NFKC", ch)
+        r = "".join(CONFUSABLES.get(c, c) for c in r).lower()
+        r = "".join(CONFUSABLES.get(c, c) for c in r)
+        if r and all(unicodedata.category(c) == "Mn" for c in r):
+            r = ""  # stray combining marks (zalgo) are dropped
+        elif len(r) > 1 and unicodedata.category(r[-1]) == "Mn":
+            r = unicodedata.normalize("NFKD", r)
+            r = "".join(c for c in r if unicodedata.category(c) != "Mn")
+    _NORM_CACHE[ch] = r
+    return r
+
+
+class View:
+    """A normalised string plus a map from its positions to original offsets."""
+
+    __slots__ = ("text", "omap", "orig_len")
+
+    def __init__(self, text: str, omap: list[int] | None, orig_len: int):
+        self.text = text
+        self.omap = omap  # None = identity
+        self.orig_len = orig_len
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """Map a [start, end) span of the view back to the original text."""
+        if self.omap is None:
+            return start, end
+        if start >= len(self.omap):
+            return self.orig_len, self.orig_len
+        s = self.omap[start]
+        e = self.omap[end - 1] + 1 if end > start else s
+        return s, e
+
+
+# letters spaced out: "i g n o r e", "i.g.n.o.r.e", "i-g-n-o-r-e"
+_SPACED = re.compile(r"(?<![^\W\d_])(?:[^\W\d_][ \t.\-_*·|/]{1,2}){3,}[^\W\d_](?![^\W\d_])")
+# separators inserted between CJK characters: "忽 略", "忽*略"
+# (CJK character first, so that re's first-character scan applies; group 1 is removed)
+_CJK_GAP = re.compile(r"[\u3400-\u9fff]([ \t*_\-.·|/]{1,3})(?=[\u3400-\u9fff])")
+_ASCII_PRINT = re.compile(r"[\t\n\r -~]*")
+
+
+def apply_rewrite(view_text: str, omap: list[int] | None, pattern: re.Pattern, repl, matches=None,
+           group: int = 0) -> tuple[str, list[int] | None]:
+    """Rewrite ``view_text`` at ``pattern``'s matches (or the given ``matches``), replacing
+    group ``group`` of each by ``repl(match)``, keeping the offset map."""
+    ms = list(pattern.finditer(view_text)) if matches is None else matches
+    if not ms:
+        return view_text, omap
+    base = omap if omap is not None else list(range(len(view_text)))
+    parts: list[str] = []
+    newmap: list[int] = []
+    pos = 0
+    for m in ms:
+        s, e = m.span(group)
+        parts.append(view_text[pos:s])
+        newmap.extend(base[pos:s])
+        rep = repl(m)
+        if rep == view_text[s:e]:
+            parts.append(rep)
+            newmap.extend(base[s:e])
+        else:
+            # keep positions of the kept characters (letters), for spaced runs
+            kept = [i for i in range(s, e) if view_text[i] in rep] if rep else []
+            if len(kept) != len(rep):
+                kept = [s] * len(rep)
+            parts.append(rep)
+            newmap.extend(base[i] for i in kept)
+        pos = e
+    parts.append(view_text[pos:])
+    newmap.extend(base[pos:])
+    return "".join(parts), newmap
+
+
+# Characters that may change under normalisation. ASCII, CJK ideographs, Hangul syllables and
+# ordinary kana never do (NFKC-stable, no case, no confusable), so they are skipped by one C-level
+# scan and only the remaining characters are looked up (cached per character).
+_MAYBE_SPECIAL = re.compile(r"[^\t\n\r -~\u3041-\u3096\u30a1-\u30fa\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]")
+
+
+def normalize(text: str, *, despace: bool = True) -> View:
+    """NFKC + lower case + confusable folding + ignorables dropped (+ de-spacing)."""
+    if text.isascii():
+        out, omap = text.lower(), None
+    else:
+        specials = {ch for ch in set(_MAYBE_SPECIAL.findall(text))}
+        table = {}
+        for ch in specials:
+            r = _norm_char(ch)
+            if r != ch:
+                table[ch] = r
+        if not table:
+            out, omap = text.lower(), None
+        elif all(len(v) == 1 for v in table.values()):
+            get = table.get
+            out = _MAYBE_SPECIAL.sub(lambda m: get(m.group(), m.group()), text).lower()
+            omap = None
+        else:
+            out, omap = _mapped_norm(text, table)
+        if omap is None and len(out) != len(text):  # lower() expanded something (e.g. 'İ')
+            out, omap = _slow_norm(text)
+    if despace:
+        if _SPACED_GATE.search(out):
+            out, omap = apply_rewrite(out, omap, _SPACED, lambda mm: re.sub(r"[ \t.\-_*·|/]", "", mm.group()),
+                               matches=_line_matches(_SPACED, _SPACED_GATE, out))
+        if _HAS_HAN.search(out):
+            out, omap = apply_rewrite(out, omap, _CJK_GAP, lambda mm: "", group=1)
+    return View(out, omap, len(text))
+
+
+# cheap test before the (slower, look-behind first) spaced-letters rewrite: three single
+# letters each followed by a separator
+_SPACED_GATE = re.compile(r"(?:[^\W\d_][ \t.\-_*·|/]{1,2}){3}[^\W\d_]")
+
+
+_HAS_HAN = re.compile(r"[\u3400-\u9fff]")
+
+
+def _line_matches(pattern: re.Pattern, gate: re.Pattern, text: str, whole_max: int = 20_000):
+    """``pattern``'s matches, searched only on lines where ``gate`` matches when ``text`` is long
+    (``pattern`` must not match across a line break); None = search the whole text."""
+    if len(text) <= whole_max:
+        return None
+    out: list[re.Match] = []
+    last = -1
+    for g in gate.finditer(text):
+        if g.start() < last:
+            continue
+        ls = text.rfind("\n", 0, g.start()) + 1
+        le = text.find("\n", g.end())
+        le = len(text) if le < 0 else le
+        out.extend(pattern.finditer(text, ls, le))
+        last = le
+    return out
+
+
+def _mapped_norm(text: str, table: dict[str, str]) -> tuple[str, list[int]]:
+    """Apply ``table`` (some replacements not 1:1) and build the offset map segment by segment."""
+    parts: list[str] = []
+    omap: list[int] = []
+    pos = 0
+    for m in _MAYBE_SPECIAL.finditer(text):
+        r = table.get(m.group())
+        if r is None:
+            continue
+        i = m.start()
+        if i > pos:
+            parts.append(text[pos:i])
+            omap.extend(range(pos, i))
+        if r:
+            parts.append(r)
+            omap.extend([i] * len(r))
+        pos = i + 1
+    parts.append(text[pos:])
+    omap.extend(range(pos, len(text)))
+    out = "".join(parts)
+    low = out.lower()
+    if len(low) != len(out):
+        return _slow_norm(text)
+    return low, omap
+
+
+def _slow_norm(text: str) -> tuple[str, list[int]]:
+    parts: list[str] = []
+    omap: list[int] = []
+    for i, ch in enumerate(text):
+        r = _norm_char(ch) if (ord(ch) > 0x7E or ord(ch) < 0x20) else ch.lower()
+        if r:
+            parts.append(r)
+            omap.extend([i] * len(r))
+    return "".join(parts), omap
+
+

@@ -1,0 +1,194 @@
+"""Pattern sets with literal anchors: a regex is skipped on text that cannot match it; chunking of long texts."""
+
+from __future__ import annotations
+
+import re
+
+
+
+__all__ = ['PatternSet', 'chunks', 'literal_anchors', 'may_match']
+
+# --------------------------------------------------------------------------
+# literal anchors: skip a regex on text that cannot match it
+# --------------------------------------------------------------------------
+
+try:  # Python 3.11+
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+    from re import _constants as _sre_c  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    import sre_constants as _sre_c  # type: ignore[no-redef]
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+
+def _prefixes(items, acc: str, out: set, limit: int = 4, min_len: int = 2) -> bool:
+    """Collect the literal prefixes (≤ limit chars) every match must start with."""
+    for i, (op, av) in enumerate(items):
+        if len(acc) >= limit:
+            out.add(acc)
+            return True
+        if op is _sre_c.AT or op is _sre_c.ASSERT or op is _sre_c.ASSERT_NOT:
+            continue  # zero-width: the literal prefix still follows
+        if op is _sre_c.LITERAL:
+            acc += chr(av).lower()
+            continue
+        if op is _sre_c.IN and 1 <= len(av) <= 8 and all(o is _sre_c.LITERAL for o, _ in av):
+            rest = list(items[i + 1:])  # (?:a|b) compiled to a character set
+            return all(_prefixes([(_sre_c.LITERAL, c)] + rest, acc, out, limit, min_len) for _, c in av)
+        if op is _sre_c.SUBPATTERN:
+            rest = list(items[i + 1:])
+            return _prefixes(list(av[-1]) + rest, acc, out, limit, min_len)
+        if op is _sre_c.BRANCH:
+            rest = list(items[i + 1:])
+            return all(_prefixes(list(alt) + rest, acc, out, limit, min_len) for alt in av[1])
+        break
+    if len(acc) >= min_len or (acc and ord(acc[0]) >= 0x2E80):
+        out.add(acc)
+        return True
+    return False
+
+
+def _parsed(pattern: re.Pattern) -> list | None:
+    try:
+        parsed = _sre_parse.parse(pattern.pattern, pattern.flags)
+    except Exception:  # pragma: no cover
+        return None
+    return list(parsed.data if hasattr(parsed, "data") else parsed)
+
+
+def literal_anchors(pattern: re.Pattern, min_len: int = 2) -> tuple[str, ...] | None:
+    """Lower-case literal prefixes one of which every match starts with; None if unknown."""
+    data = _parsed(pattern)
+    out: set[str] = set()
+    if data is None or not _prefixes(data, "", out, min_len=min_len):
+        return None
+    return tuple(sorted(out))
+
+
+def _starts_at_boundary(items) -> bool:
+    """True when every match of the parsed pattern must start at a ``\\b`` word boundary."""
+    if not items:
+        return False
+    op, av = items[0]
+    if op is _sre_c.AT:
+        return av is _sre_c.AT_BOUNDARY
+    if op is _sre_c.SUBPATTERN:
+        return _starts_at_boundary(list(av[-1]))
+    if op is _sre_c.BRANCH:
+        return all(_starts_at_boundary(list(alt)) for alt in av[1])
+    return False
+
+
+def may_match(anchors: tuple[str, ...] | None, text: str) -> bool:
+    return anchors is None or any(a in text for a in anchors)
+
+
+_WORD_START = re.compile(r"[a-z]+")
+
+
+class PatternSet:
+    """Run many regexes on a lower-cased view, each only where it can start.
+
+    Every pattern's literal prefixes are extracted once. Patterns that must
+    start at a word boundary with an ASCII-letter prefix are tried (with
+    ``pattern.match``) only at word starts whose first characters are one of
+    their prefixes; other patterns with prefixes are tried only where one of
+    their prefixes occurs (found by one character-class scan); patterns
+    without a usable prefix run with ``finditer``. The result equals
+    ``finditer`` for each pattern (leftmost, non-overlapping matches), but
+    the cost no longer grows with the number of patterns times the text size.
+    """
+
+    def __init__(self, patterns: list[re.Pattern]):
+        self.patterns = list(patterns)
+        self.word: dict[str, list[int]] = {}
+        self.char: dict[str, list[int]] = {}
+        self.always: list[int] = []
+        for i, pat in enumerate(self.patterns):
+            data = _parsed(pat)
+            word_mode = data is not None and _starts_at_boundary(data)
+            anchors = literal_anchors(pat, min_len=1)
+            if anchors is not None and not word_mode and any(len(a) == 1 and a.isascii() and a.isalnum() for a in anchors):
+                anchors = None  # a one-letter prefix anywhere would gate nothing
+            if anchors is None:
+                self.always.append(i)
+            elif word_mode:
+                # letter prefixes are looked up at word starts, others by the character scan
+                for a in anchors:
+                    (self.word if "a" <= a[0] <= "z" else self.char).setdefault(a, []).append(i)
+            else:
+                for a in anchors:
+                    self.char.setdefault(a, []).append(i)
+        self._mixed = {i for ids in self.word.values() for i in ids} & {i for ids in self.char.values() for i in ids}
+        self._word_lens = sorted({len(a) for a in self.word}, reverse=True)
+        self._char_lens = sorted({len(a) for a in self.char}, reverse=True)
+        self._char_scan = re.compile("[" + "".join(sorted({re.escape(a[0]) for a in self.char})) + "]") if self.char else None
+        self._wcache: dict[str, tuple[int, ...]] = {}
+        self._ccache: dict[str, tuple[int, ...]] = {}
+
+    @staticmethod
+    def _ids(key: str, table: dict[str, list[int]], lens: list[int], cache: dict) -> tuple[int, ...]:
+        found: set[int] = set()
+        for n in lens:
+            found.update(table.get(key[:n], ()))
+        ids = tuple(sorted(found))
+        if len(cache) > 200_000:
+            cache.clear()
+        cache[key] = ids
+        return ids
+
+    def finditer_all(self, text: str, only: set[int] | None = None) -> list[list[re.Match]]:
+        """Matches of every pattern (index-aligned with ``patterns``)."""
+        n = len(self.patterns)
+        cands: list[list[int]] = [[] for _ in range(n)]
+        for table, lens, cache, scan in ((self.word, self._word_lens, self._wcache, _WORD_START),
+                                         (self.char, self._char_lens, self._ccache, self._char_scan)):
+            if not table:
+                continue
+            width = lens[0]
+            get = cache.get
+            for m in scan.finditer(text):
+                p = m.start()
+                key = text[p:p + width]
+                ids = get(key)
+                if ids is None:
+                    ids = self._ids(key, table, lens, cache)
+                for i in ids:
+                    cands[i].append(p)
+        out: list[list[re.Match]] = [[] for _ in range(n)]
+        for i in range(n):
+            if only is not None and i not in only:
+                continue
+            pat = self.patterns[i]
+            if i in self.always:
+                out[i] = list(pat.finditer(text))
+                continue
+            ps = cands[i]
+            if not ps:
+                continue
+            if i in self._mixed and len(ps) > 1:
+                ps = sorted(set(ps))  # prefixes from both scans: merge (each scan alone is ordered)
+            last = -1
+            res = out[i]
+            match = pat.match
+            for p in ps:
+                if p < last:
+                    continue
+                m = match(text, p)
+                if m is not None:
+                    res.append(m)
+                    last = m.end() if m.end() > p else p + 1
+        return out
+
+
+def chunks(text: str, size: int = 4000) -> list[tuple[int, int]]:
+    """Split ``text`` into ~size-character spans ending at line breaks."""
+    out = []
+    pos, n = 0, len(text)
+    while pos < n:
+        end = min(n, pos + size)
+        if end < n:
+            nl = text.find("\n", end)
+            end = n if nl < 0 or nl - end > size else nl + 1
+        out.append((pos, end))
+        pos = end
+    return out or [(0, 0)]

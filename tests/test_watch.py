@@ -77,7 +77,7 @@ class Service:
         except OSError:
             return ""
 
-    def terminate(self, timeout: float = 10.0) -> tuple[int, float]:
+    def terminate(self, timeout: float = 30.0) -> tuple[int, float]:
         """SIGTERM; (exit code, seconds it took)."""
         t0 = time.monotonic()
         self.proc.send_signal(signal.SIGTERM)

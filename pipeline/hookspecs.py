@@ -277,6 +277,9 @@ def kb_search(kb: Any, project: Path, question: str, max_files: int, budget: int
 
     :param kb: the open :class:`kbwatch.pipeline.kb.KnowledgeBase`.
     :param project: the project folder.
+    :param question: what to look for.
+    :param max_files: at most this many files in the pack.
+    :param budget: characters of context inside the fence.
     :returns: ``{"status", "text" (the fenced pack), "nothing_found",
         "snippets": [{"path", "citation", "anchor", "text", "score"}], "excluded": [path],
         "warnings": [{"code"?, "message"}]}``, or None when no plugin searches.

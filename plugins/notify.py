@@ -33,14 +33,17 @@ KINDS = ("failed", "review", "done")
 MAX_ITEMS = 200  # runs listed per kind in one message (the counts are always complete)
 
 
+def pending_findings(run) -> list:
+    """The run's findings that wait for a decision (``run.status`` is the project's, not the document's)."""
+    return [f for f in run.findings if getattr(f, "decision", "pending") == "pending"]
+
+
 def kind_of(run) -> str | None:
     """Which notification a finished run belongs to (None: not one to report)."""
     if run.outcome in ("failed", "conflict"):
         return "failed"
-    if run.status == "needs-review":
-        return "review"
     if run.outcome == "done":
-        return "done"
+        return "review" if pending_findings(run) else "done"
     return None
 
 
@@ -58,7 +61,8 @@ def summarize(project: str, runs: list, page: str | None = None) -> dict:
         if kind == "failed":
             item.update(outcome=run.outcome, error=run.error)
         elif kind == "review":
-            item.update(findings=len(run.findings), rules=sorted({f.rule for f in run.findings}))
+            waiting = pending_findings(run)
+            item.update(findings=len(waiting), rules=sorted({f.rule for f in waiting}))
         out[kind].append(item)
     if page:
         out["page"] = page

@@ -224,6 +224,16 @@ class Journal:
         with self._lock:
             return {r["source"]: r for r in self.db.query(sql, [project, project])}
 
+    def latest_failed(self, project: str) -> list[dict]:
+        """The most recent run of each source of a project, where that run failed or conflicted
+        (the filter in SQL: a project of 10,000 documents has few failures)."""
+        sql = (
+            "select * from runs where project = ? and outcome in ('failed', 'conflict') and rowid in "
+            "(select max(rowid) from runs where project = ? group by source)"
+        )
+        with self._lock:
+            return list(self.db.query(sql, [project, project]))
+
     def latest_for_source(self, project: str, source: str) -> dict | None:
         with self._lock:
             rows = list(self.db.query(

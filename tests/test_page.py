@@ -110,7 +110,7 @@ def latest(site, source: str) -> dict | None:
         db.close()
 
 
-def test_dropped_file_appears_as_done(site, page):
+def test_dropped_file_appears_as_done(page, site):
     from playwright.sync_api import expect
 
     page.goto(site.url)  # opened before the file arrives: the page updates itself
@@ -126,7 +126,7 @@ def test_dropped_file_appears_as_done(site, page):
     expect(page.locator("table.runs tr", has_text="sources/tea.md")).to_have_count(0)
 
 
-def test_failed_file_shows_reason_and_retry_works_after_the_fix(site, page):
+def test_failed_file_shows_reason_and_retry_works_after_the_fix(page, site):
     from playwright.sync_api import expect
 
     (site.root / "docs" / "sources" / "report.flaky").write_text("data", encoding="utf-8")
@@ -147,7 +147,7 @@ def test_failed_file_shows_reason_and_retry_works_after_the_fix(site, page):
     assert (site.root / "docs" / "parsed" / "report.md").read_text(encoding="utf-8").count("Converted at last")
 
 
-def test_approving_a_finding_puts_the_document_into_search_results(site, page):
+def test_approving_a_finding_puts_the_document_into_search_results(page, site):
     from playwright.sync_api import expect
 
     (site.root / "docs" / "sources" / "ores.md").write_text(INJECTED, encoding="utf-8")
@@ -171,7 +171,7 @@ def test_approving_a_finding_puts_the_document_into_search_results(site, page):
     assert {d["decision"] for d in decisions.values()} == {"approved"}  # through the review code: reviews.json
 
 
-def test_write_without_the_token_is_refused(site, browser):
+def test_write_without_the_token_is_refused(browser, site):
     from playwright.sync_api import expect
 
     (site.root / "flaky-fixed").unlink(missing_ok=True)

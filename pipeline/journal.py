@@ -100,6 +100,23 @@ class Journal:
             self._identity = file_identity(self.path)
             return outcome
 
+    def follow_replacement(self) -> bool:
+        """A reader's side of :meth:`restore_file`: when another owner (the service's state
+        guard) has put a new, usable journal file at the path, read that one from now on.
+        Never writes, moves or creates a file; True when it switched."""
+        with self._lock:
+            now = file_identity(self.path)
+            if now is None or now == self._identity or not adoptable(self.path):
+                return False
+            conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+            self._configure(conn)
+            old, self.db, self._identity = self.db.conn, sqlite_utils.Database(conn), now
+            try:
+                old.close()
+            except sqlite3.Error:
+                pass
+            return True
+
     def close(self) -> None:
         with self._lock:
             self.db.conn.close()

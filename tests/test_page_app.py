@@ -82,3 +82,25 @@ def test_off_loopback_reads_need_the_login_too(make_client):
     assert client.get("/").status_code == 303 and client.get("/").headers["location"].startswith("/login")
     assert client.get("/api/status").status_code == 401
     assert client.get("/api/status", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+
+
+def test_the_page_follows_a_journal_the_service_put_back(make_client, root):
+    """The state guard replaces a deleted journal file; the page's own connection follows it."""
+    import shutil
+    import sqlite3
+
+    client, _ = make_client("en")
+    assert "sources/bad.xyz" in client.get("/runs").text
+    path = root / ".kbwatch" / "journal.sqlite3"
+    copy = path.with_name("copy.sqlite3")
+    src = sqlite3.connect(path)
+    dst = sqlite3.connect(copy)
+    src.backup(dst)
+    src.close()
+    dst.execute("update runs set source = 'sources/put-back.xyz'")
+    dst.commit()
+    dst.close()
+    path.unlink()
+    shutil.move(copy, path)  # as restore_file does: a new file at the path
+    html = client.get("/runs").text
+    assert "sources/put-back.xyz" in html and "sources/bad.xyz" not in html

@@ -67,6 +67,7 @@ def create_app(kb, guard: Guard, open_reads: bool) -> Starlette:
 
     def read_gate(request: Request) -> Response | None:
         """None when the request may read; else a redirect to the login (or a 401 for the API)."""
+        kb.journal.follow_replacement()  # the state guard put the journal back: read the new file
         if open_reads or logged_in(request):
             return None
         if request.url.path.startswith("/api/"):
@@ -177,6 +178,7 @@ def create_app(kb, guard: Guard, open_reads: bool) -> Starlette:
                 return _refuse(is_form, 400, 'give "ids" or "all": true')
             from starlette.concurrency import run_in_threadpool
 
+            kb.journal.follow_replacement()
             try:
                 result = await run_in_threadpool(action, body.get("project"), ids, everything)
             except data.NotFound as exc:

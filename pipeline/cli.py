@@ -180,14 +180,18 @@ def demo(directory):
 @cli.command()
 @click.option("--polling/--no-polling", default=None, help="Force the polling observer on or off (default: [service] polling).")
 @click.option("--settle", type=click.FloatRange(min=0), default=None, help="Override [service] settle_seconds.")
+@click.option("--http", "http", default=None, metavar="HOST:PORT",
+              help="Also serve the status page there (default: [service] http; \"\" turns it off).")
 @click.option("-v", "--verbose", is_flag=True, help="Log at DEBUG level.")
 @root_options
-def watch(polling, settle, verbose, root, config_file):
+def watch(polling, settle, http, verbose, root, config_file):
     """Run the service: watch every project's sources/ and ingest what arrives.
 
     Stops cleanly on SIGTERM or Ctrl-C. Only one service runs per root.
+    --http 127.0.0.1:8765 also serves the status page (reads open on loopback;
+    writes need the token in <state_dir>/http-token).
 
-    Example: kbwatch watch --root /srv/kb
+    Example: kbwatch watch --root /srv/kb --http 127.0.0.1:8765
     """
     from kbwatch.pipeline.service import run_service
 
@@ -196,6 +200,13 @@ def watch(polling, settle, verbose, root, config_file):
         kb.settings["service"]["polling"] = polling
     if settle is not None:
         kb.settings["service"]["settle_seconds"] = settle
+    if http is not None:
+        from kbwatch.pipeline.config_rules import http_address
+
+        problem = http_address(http)
+        if problem:
+            raise ConfigError(f"--http: {problem}")
+        kb.settings["service"]["http"] = http
     code = run_service(kb)
     kb.close()
     sys.exit(code)
@@ -271,11 +282,10 @@ def retry(run_ids, all_failed, root, config_file):
     """
     if not run_ids and not all_failed:
         raise ConfigError("give RUN_ID(s) or --failed")
+    from kbwatch.pipeline.retry_policy import request_retry, retryable_latest
+
     kb = open_kb(root, config_file, log_files=False)
-    rows = []
-    if all_failed:
-        for p in kb.projects():
-            rows += [r for r in kb.journal.latest_for_sources(p.name).values() if r["outcome"] in ("failed", "conflict")]
+    rows = retryable_latest(kb.journal, [p.name for p in kb.projects()]) if all_failed else []
     for rid in run_ids:
         row = kb.journal.get_run(rid)
         if row is None:
@@ -283,12 +293,9 @@ def retry(run_ids, all_failed, root, config_file):
         rows.append(row)
     marked = 0
     for row in rows:
-        if row["outcome"] not in ("failed", "conflict"):
+        if not request_retry(kb.journal, row):
             click.echo(f"nothing to retry: {row['project']}/{row['source']} ({row['run_id']}) ended {row['outcome']}")
             continue
-        # the outcome and its reason stay as recorded (a conflict stays a conflict); the file is
-        # simply eligible again, and its next run records what happens then
-        kb.journal.update_run(row["run_id"], retryable=1, attempts=0, next_attempt_at=0.0)
         marked += 1
         click.echo(f"will retry {row['project']}/{row['source']} ({row['run_id']})")
     click.echo(f"{marked} run(s) marked for retry")

@@ -255,7 +255,7 @@ class Committer:
                     logger.exception("on_finished callback failed")
             rec = observed(run, session.name, row)
             try:
-                self.plugins.hook.kb_run_finished(run=rec)
+                self.plugins.hook.kb_run_finished(run=rec, settings=self.settings)
             except Exception:
                 logger.exception("a kb_run_finished hook failed")
             level = "INFO" if run.outcome in ("done", "duplicate") else "WARNING"

@@ -123,6 +123,35 @@ def log_retention(value) -> str | None:
 
 AUTO_OR_BOOL = one_of("auto", True, False)
 
+
+def http_address(value) -> str | None:
+    """``""`` or ``HOST:PORT`` (``[::1]:8765`` for IPv6)."""
+    if value == "":
+        return None
+    from kbwatch.pipeline.web.address import parse_address
+
+    try:
+        parse_address(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def web_urls(value) -> str | None:
+    bad = [v for v in value if not re.match(r"^https?://[^\s/]+", v)]
+    return f"expected http:// or https:// URLs, not {_words(bad)}" if bad else None
+
+
+def notify_events(value) -> str | None:
+    allowed = ("failed", "review", "done")
+    bad = [v for v in value if v not in allowed]
+    return f"expected a list of {_words(allowed)}" if bad else None
+
+
+def mail_addresses(value) -> str | None:
+    bad = [v for v in value if "@" not in v or any(c.isspace() for c in v)]
+    return f"expected e-mail addresses, not {_words(bad)}" if bad else None
+
 RULES: dict[str, Rule] = {
     "project.language": one_of("zh", "en"),
     "project.type": knowledge_type,
@@ -138,6 +167,16 @@ RULES: dict[str, Rule] = {
     "service.commit_batch": at_least(1),
     "service.commit_interval_seconds": at_least(0, " (0 = commit at every tick)"),
     "service.worker_idle_seconds": at_least(0, " (0 stops a worker as soon as it is idle)"),
+    "service.http": http_address,
+    "notify.webhooks": web_urls,
+    "notify.events": notify_events,
+    "notify.batch_seconds": at_least(0, " (0 = send each run at once)"),
+    "notify.timeout_seconds": positive,
+    "notify.max_attempts": at_least(1),
+    "notify.backoff_max_seconds": positive,
+    "notify.smtp_port": between(1, 65535),
+    "notify.mail_from": lambda v: mail_addresses([v]),
+    "notify.mail_to": mail_addresses,
     "pipeline.stages": distinct_names,  # each name is checked against the loaded plugins
     "stages.parse.max_file_mb": positive,
     "stages.parse.timeout_seconds": positive,
@@ -182,6 +221,11 @@ FREE_FORM = {
     "stages.scan.redact": "true or false",
     "stages.scan.allow_rules": "rule ids or patterns",
     "stages.scan.allow_fingerprints": "finding fingerprints",
+    "notify.smtp_host": "a host name or address (\"\" = no e-mail)",
+    "notify.smtp_starttls": "true or false",
+    "notify.smtp_ssl": "true or false",
+    "notify.smtp_user": "any user name",
+    "notify.smtp_password_env": "an environment variable name",
 }
 
 # Checked across keys, after each key's own rule.

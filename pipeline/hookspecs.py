@@ -218,7 +218,7 @@ def kb_summarize(project: str, documents: list[dict], settings: Settings) -> dic
 
 
 @hookspec
-def kb_run_finished(run: RunRecord) -> None:
+def kb_run_finished(run: RunRecord, settings: Settings) -> None:
     """Called after each run's record is durable (notifications, metrics).
 
     Exceptions raised here are logged and never fail the run. Called by the
@@ -227,6 +227,7 @@ def kb_run_finished(run: RunRecord) -> None:
     project, but several projects may commit at once.
 
     :param run: the finished run (outcome, status, paths, findings).
+    :param settings: the resolved configuration (an implementation may leave it out).
     """
 
 
@@ -264,6 +265,24 @@ def kb_project_changed(project: Path, reason: str, settings: Settings, journal: 
     :param settings: the resolved configuration.
     :param journal: the :class:`kbwatch.pipeline.journal.Journal` (pending findings).
     :returns: project-relative paths written (for the run record), or None.
+    """
+
+
+@hookspec(firstresult=True)
+def kb_search(kb: Any, project: Path, question: str, max_files: int, budget: int) -> dict | None:
+    """Answer ``question`` from ``project`` the way ``kbwatch ask`` does (the status page's
+    search box calls this; the built-in ``ask`` plugin implements it).
+
+    Documents with pending or rejected findings are left out, as ``ask`` does by default.
+
+    :param kb: the open :class:`kbwatch.pipeline.kb.KnowledgeBase`.
+    :param project: the project folder.
+    :param question: what to look for.
+    :param max_files: at most this many files in the pack.
+    :param budget: characters of context inside the fence.
+    :returns: ``{"status", "text" (the fenced pack), "nothing_found",
+        "snippets": [{"path", "citation", "anchor", "text", "score"}], "excluded": [path],
+        "warnings": [{"code"?, "message"}]}``, or None when no plugin searches.
     """
 
 

@@ -100,6 +100,23 @@ class Journal:
             self._identity = file_identity(self.path)
             return outcome
 
+    def follow_replacement(self) -> bool:
+        """A reader's side of :meth:`restore_file`: when another owner (the service's state
+        guard) has put a new, usable journal file at the path, read that one from now on.
+        Never writes, moves or creates a file; True when it switched."""
+        with self._lock:
+            now = file_identity(self.path)
+            if now is None or now == self._identity or not adoptable(self.path):
+                return False
+            conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+            self._configure(conn)
+            old, self.db, self._identity = self.db.conn, sqlite_utils.Database(conn), now
+            try:
+                old.close()
+            except sqlite3.Error:
+                pass
+            return True
+
     def close(self) -> None:
         with self._lock:
             self.db.conn.close()
@@ -223,6 +240,16 @@ class Journal:
         )
         with self._lock:
             return {r["source"]: r for r in self.db.query(sql, [project, project])}
+
+    def latest_failed(self, project: str) -> list[dict]:
+        """The most recent run of each source of a project, where that run failed or conflicted
+        (the filter in SQL: a project of 10,000 documents has few failures)."""
+        sql = (
+            "select * from runs where project = ? and outcome in ('failed', 'conflict') and rowid in "
+            "(select max(rowid) from runs where project = ? group by source)"
+        )
+        with self._lock:
+            return list(self.db.query(sql, [project, project]))
 
     def latest_for_source(self, project: str, source: str) -> dict | None:
         with self._lock:

@@ -9,7 +9,9 @@ meets, from the shortest to the longest time scale:
 - across runs, :func:`backoff_seconds` says when the journal makes a failed,
   retryable run due again (``runs.next_attempt_at``);
 - after ``[retry] max_attempts`` runs, :func:`gave_up` is true and
-  :func:`give_up_message` says so in the run's message.
+  :func:`give_up_message` says so in the run's message;
+- a user's ``retry`` (the command, or the status page's button) makes failed runs
+  due again at once: :func:`retryable_latest` and :func:`request_retry`.
 """
 
 from __future__ import annotations
@@ -57,3 +59,26 @@ def gave_up(attempt: int, settings: dict) -> bool:
 
 def give_up_message(message: str, attempt: int) -> str:
     return f"{message} (gave up after {attempt} attempts; `kbwatch retry` tries again)"
+
+
+RETRYABLE_OUTCOMES = ("failed", "conflict")
+
+
+def retryable_latest(journal, projects: list[str]) -> list[dict]:
+    """The latest run of each source of ``projects`` that ended failed or conflict."""
+    rows: list[dict] = []
+    for name in projects:
+        rows += [r for r in journal.latest_for_sources(name).values() if r["outcome"] in RETRYABLE_OUTCOMES]
+    return rows
+
+
+def request_retry(journal, row: dict) -> bool:
+    """Make a failed run eligible again (False when it did not fail: nothing to retry).
+
+    The outcome and its reason stay as recorded (a conflict stays a conflict); the
+    file is simply eligible again, and its next run records what happens then: the
+    next ``ingest``, or a running service within two seconds."""
+    if row["outcome"] not in RETRYABLE_OUTCOMES:
+        return False
+    journal.update_run(row["run_id"], retryable=1, attempts=0, next_attempt_at=0.0)
+    return True

@@ -2,7 +2,8 @@
 
 A fingerprint is a hash of (rule, matched text), so re-ingesting the same
 content does not ask again. The file is the source of truth; the journal's
-``findings.decision`` column mirrors it.
+``findings.decision`` column mirrors it. :func:`decide` records decisions under the
+project's file lock; ``kbwatch review`` and the status page both call it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kbwatch.pipeline.fsutil import atomic_write
+from kbwatch.pipeline.fsutil import atomic_write, utc_iso
 
 REVIEWS_FILE = "reviews.json"
 
@@ -29,3 +30,45 @@ def load_decisions(project: Path) -> dict[str, dict]:
 def save_decisions(project: Path, decisions: dict[str, dict]) -> None:
     body = {"decisions": dict(sorted(decisions.items()))}
     atomic_write(project / REVIEWS_FILE, json.dumps(body, ensure_ascii=False, indent=2) + "\n")
+
+
+def decide(kb, project, ids: list[int], decision: str, all_pending: bool = False, on_wait=None) -> list[dict]:
+    """Record ``decision`` for findings (by journal id) of ``project``; returns them.
+
+    reviews.json, the journal and KNOWLEDGE.md change under the project's
+    file lock (one writer per project). ``on_wait``: called once the wait for the
+    lock gets noticeable (default: a line on stderr, as a command says it)."""
+    from kbwatch.pipeline.config import state_dir
+    from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
+
+    with project_file_lock(project, state_dir(kb.settings), on_wait=on_wait or say_waiting(project)):
+        return _decide_locked(kb, project, ids, decision, all_pending)
+
+
+def _decide_locked(kb, project, ids: list[int], decision: str, all_pending: bool) -> list[dict]:
+    from kbwatch.pipeline.errors import ConfigError
+
+    journal = kb.journal
+    pending = {row["id"]: row for row in journal.pending_findings(project.name)}
+    chosen = list(pending.values()) if all_pending else []
+    for fid in ids:
+        rows = list(journal.db.query("select * from findings where id = ? and project = ?", [fid, project.name]))
+        if not rows:
+            raise ConfigError(f"no finding {fid} in project {project.name} (kbwatch review {project.name} lists them)")
+        chosen.append(rows[0])
+    decisions = load_decisions(project)
+    when = utc_iso()
+    with journal.transaction() as db:
+        for row in chosen:
+            decisions[row["fingerprint"]] = {
+                "decision": decision, "rule": row["rule"], "excerpt": row["excerpt"],
+                "document": row["document"], "decided_at": when,
+            }
+            db.execute(
+                "update findings set decision = ?, decided_at = ? where project = ? and fingerprint = ?",
+                [decision, when, project.name, row["fingerprint"]],
+            )
+    save_decisions(project, decisions)
+    # KNOWLEDGE.md's status follows (the knowledge plugin reacts)
+    kb.plugins.hook.kb_project_changed(project=project, reason="review", settings=kb.settings, journal=kb.journal)
+    return chosen

@@ -8,7 +8,9 @@ root (an flock on the root directory and in the state dir: a killed service
 leaves no stale lock, a deleted state dir lets no second one start and is
 restored at the next heartbeat, see kbwatch.pipeline.state_guard).
 SIGTERM/SIGINT: stop taking files, let runs in flight finish or abandon them
-cleanly (nothing half-moved), exit 0.
+cleanly (nothing half-moved), exit 0. With ``[service] http`` (``watch --http``)
+the status page (kbwatch.pipeline.web) is served from a thread of its own and
+stopped with the service.
 """
 
 from __future__ import annotations
@@ -377,7 +379,18 @@ def run_service(kb: KnowledgeBase) -> int:
 
     lock = ServiceLock(kb.state, kb.root)
     lock.acquire()
-    service = WatchService(kb)
+    page = None
+    try:
+        if kb.settings["service"]["http"]:
+            from kbwatch.pipeline.web import start_page
+
+            page = start_page(kb, kb.settings["service"]["http"])  # a bad address or no token: exit 2 now
+        service = WatchService(kb)
+    except BaseException:
+        if page is not None:
+            page.stop()
+        lock.release()
+        raise
     service.state_guard = StateGuard(kb, lock)
 
     def on_signal(signum, _frame):
@@ -392,5 +405,9 @@ def run_service(kb: KnowledgeBase) -> int:
         service.run()
         kb.end_work()
     finally:
-        lock.release()
+        try:
+            if page is not None:
+                page.stop()
+        finally:
+            lock.release()
     return 0

@@ -62,11 +62,7 @@ def collect_status(kb: KnowledgeBase) -> dict:
             front = read_frontmatter((p / "KNOWLEDGE.md").read_text(encoding="utf-8"))
         except OSError:
             front = {}
-        latest = kb.journal.latest_for_sources(p.name)
-        failed = [
-            r for r in latest.values()
-            if r["outcome"] in ("failed", "conflict") and os.path.lexists(p / r["source"])
-        ]
+        failed = [r for r in kb.journal.latest_failed(p.name) if os.path.lexists(p / r["source"])]
         pending = len(kb.journal.pending_findings(p.name))
         projects.append({
             "name": p.name, "status": front.get("status", "draft"), "documents": documents,

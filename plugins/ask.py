@@ -103,6 +103,20 @@ class Asker:
 
 
 @hookimpl
+def kb_search(kb, project, question, max_files, budget):
+    """The status page's search box: the same pack ``kbwatch ask`` prints, as plain data."""
+    if "index" not in kb.plugins.stages():
+        return None
+    pack = Asker(kb, project).ask(question, max_files, budget)
+    return {
+        "status": pack.status, "text": pack.text, "nothing_found": pack.nothing_found,
+        "snippets": [{"path": s.path, "citation": s.citation, "anchor": s.anchor, "text": s.text, "score": s.score}
+                     for s in pack.snippets],
+        "excluded": list(pack.excluded), "warnings": list(pack.warnings),
+    }
+
+
+@hookimpl
 def kb_register_commands(cli):
     import sys
 

@@ -12,49 +12,7 @@ once nothing is pending.
 from __future__ import annotations
 
 from kbwatch.pipeline import hookimpl
-from kbwatch.pipeline.fsutil import utc_iso
-from kbwatch.pipeline.reviews import load_decisions, save_decisions
-
-
-def decide(kb, project, ids: list[int], decision: str, all_pending: bool = False) -> list[dict]:
-    """Record ``decision`` for findings (by journal id) of ``project``; returns them.
-
-    reviews.json, the journal and KNOWLEDGE.md change under the project's
-    file lock (one writer per project)."""
-    from kbwatch.pipeline.config import state_dir
-    from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
-
-    with project_file_lock(project, state_dir(kb.settings), on_wait=say_waiting(project)):
-        return _decide_locked(kb, project, ids, decision, all_pending)
-
-
-def _decide_locked(kb, project, ids: list[int], decision: str, all_pending: bool) -> list[dict]:
-    from kbwatch.pipeline.errors import ConfigError
-
-    journal = kb.journal
-    pending = {row["id"]: row for row in journal.pending_findings(project.name)}
-    chosen = list(pending.values()) if all_pending else []
-    for fid in ids:
-        rows = list(journal.db.query("select * from findings where id = ? and project = ?", [fid, project.name]))
-        if not rows:
-            raise ConfigError(f"no finding {fid} in project {project.name} (kbwatch review {project.name} lists them)")
-        chosen.append(rows[0])
-    decisions = load_decisions(project)
-    when = utc_iso()
-    with journal.transaction() as db:
-        for row in chosen:
-            decisions[row["fingerprint"]] = {
-                "decision": decision, "rule": row["rule"], "excerpt": row["excerpt"],
-                "document": row["document"], "decided_at": when,
-            }
-            db.execute(
-                "update findings set decision = ?, decided_at = ? where project = ? and fingerprint = ?",
-                [decision, when, project.name, row["fingerprint"]],
-            )
-    save_decisions(project, decisions)
-    # KNOWLEDGE.md's status follows (the knowledge plugin reacts)
-    kb.plugins.hook.kb_project_changed(project=project, reason="review", settings=kb.settings, journal=kb.journal)
-    return chosen
+from kbwatch.pipeline.reviews import decide
 
 
 @hookimpl

@@ -19,10 +19,17 @@ Owns the rules ``injection.*``:
                           (tag, variation selector, Sneaky Bits), leetspeak or
                           reversed text that decodes to an injection
 - ``remote-code``, ``sensitive-path``
+- ``coercion``            "do not refuse / you must answer every question"
+- ``urgency``             "execute immediately, do not check"
+- ``agent-manipulation``  widen permissions, switch off approvals, create fake identities
+
+Besides the sentence-shaped rules of ``injection_rules``, the action × target frames of
+``injection_frames`` (synonym tables in both languages, with an imperative / scope framing
+test) run on the same view.
 
 Matching runs on a normalised view (see ``_scanutil.normalize``: NFKC,
 confusable folding, ignorables dropped, spaced letters joined; plus
-Traditional→Simplified folding for Chinese) and maps spans back to the
+Traditional→Simplified by OpenCC for Chinese, in-word spaces joined) and maps spans back to the
 original text. Patterns live in ``_injection_rules``.
 """
 
@@ -32,9 +39,10 @@ import re
 
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
+from kbwatch.plugins.scanning import injection_frames as FR
 from kbwatch.plugins.scanning import injection_rules as R
 from kbwatch.plugins.scanning import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, apply_rewrite, decode_encoded,
-                               decode_invisible_runs, make_finding, normalize, scan_options)
+                               decode_invisible_runs, join_split_words, make_finding, normalize, scan_options)
 
 KIND = "injection"
 _LEET = str.maketrans("013457@$8", "oieastasb")
@@ -56,6 +64,27 @@ _TEMPLATE_IDX = (_N_EN, _N_EN + 1)
 _SIG0 = _N_EN + 2
 _EN_SET = PatternSet([pat for _, _, _, pat in _EN] + R.TEMPLATE_PARTS + [pat for _, pat in R.SIGNALS])
 _ZH_SET = PatternSet([pat for _, _, _, pat in _ZH])
+# action × target frames (injection_frames): their own sets, a framing test per match
+_ZF = FR.build_rules(FR.ZH_FRAMES)
+_EF = FR.build_rules(FR.EN_FRAMES)
+_ZF_SET = PatternSet([pat for _, _, _, pat, _ in _ZF])
+_EF_SET = PatternSet([pat for _, _, _, pat, _ in _EF])
+_SPLIT_MAX = 20_000  # in-word-space joining runs on texts (chunks) up to this size
+
+
+def _frame_hits(vt: str, cjk: bool) -> list[tuple[str, str, str, int, int]]:
+    hits = []
+    for rules, pset, lang in ((_EF, _EF_SET, "en"), (_ZF, _ZF_SET, "zh")):
+        if lang == "zh" and not cjk:
+            continue
+        res = pset.finditer_all(vt)
+        for i, (rule, sev, msg, _, framing) in enumerate(rules):
+            for m in res[i]:
+                if FR.framing_ok(vt, m.start(), m.end(), framing, lang):
+                    hits.append((rule, sev, msg, m.start(), m.end()))
+    return hits
+
+
 _LEET_RULES = ("injection.override", "injection.disclosure", "injection.persona", "injection.new-instructions")
 _LEET_ONLY = {i for i, (rule, _, _, _) in enumerate(_EN) if rule in _LEET_RULES}
 _STRONG_ONLY = set(range(_SIG0))
@@ -153,7 +182,7 @@ def _payload_is_injection(decoded: str) -> tuple[str, str] | None:
     if cjk:
         vt = R.to_simplified(vt)
     res = _EN_SET.finditer_all(vt)
-    hits = _strong_hits(vt, cjk, res=res)
+    hits = _strong_hits(vt, cjk, res=res) or _frame_hits(vt, cjk)
     if hits:
         return hits[0][0], hits[0][2]
     if _signal_hits(vt, res=res):
@@ -169,6 +198,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     if "-" in view.text and _INWORD_HYPHEN.search(view.text):  # "i-nstruction", "as-sistant"
         t2, m2 = apply_rewrite(view.text, view.omap, _INWORD_HYPHEN, lambda m: "")
         view = View(t2, m2, len(text))
+    if len(view.text) <= _SPLIT_MAX:  # "ig nore previous instruc tions"
+        view = join_split_words(view, FR.SPLIT_WORDS)
     vt = view.text
     cjk = bool(R.HAS_CJK.search(vt))
     if cjk:
@@ -183,6 +214,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
 
     res = _EN_SET.finditer_all(vt)
     for rule, sev, msg, s, e in _strong_hits(vt, cjk, res=res):
+        add(rule, sev, msg, s, e)
+    for rule, sev, msg, s, e in _frame_hits(vt, cjk):
         add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):
         add("injection.jailbreak", "high", f"jailbreak signals: {names}", s, min(e, s + 200))

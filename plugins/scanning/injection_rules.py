@@ -31,10 +31,22 @@ _T2S_MAP = dict(zip(_T2S_FROM, _T2S_TO))
 _T2S_RE = re.compile("[" + _T2S_FROM + "]")
 
 
+try:  # OpenCC (the maintained converter; pip ``opencc``); the table above is the fallback
+    import opencc as _opencc
+    _OCC = _opencc.OpenCC("t2s")
+except Exception:  # pragma: no cover - depends on the install
+    _OCC = None
+
+
 def to_simplified(text: str) -> str:
-    """Traditional → Simplified for the rule characters (a C-level scan; a callback per hit
-    instead of ``str.translate``'s per-character dictionary lookup)."""
+    """Traditional → Simplified with OpenCC (``t2s``), keeping the length so that offsets still
+    map; where a phrase conversion changes the length, the per-character table is used."""
+    if _OCC is not None:
+        out = _OCC.convert(text)
+        if len(out) == len(text):
+            return out
     return _T2S_RE.sub(lambda m: _T2S_MAP[m.group()], text) if _T2S_RE.search(text) else text
+
 
 # The view is already lower-cased, so patterns are compiled without IGNORECASE
 # (twice as fast in ``re``); write them in lower case.

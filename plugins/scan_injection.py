@@ -45,9 +45,10 @@ from kbwatch.plugins.scanning import (ENCODED_PATTERNS, encoded_matches, longest
                                decode_invisible_runs, join_split_words, make_finding, normalize, scan_options)
 
 KIND = "injection"
-_LEET = str.maketrans("013457@$8", "oieastasb")
-_LEET_TOKEN = re.compile(r"\b(?=[a-z0-9@$]*[a-z])(?=[a-z0-9@$]*[0-9@$])[a-z0-9@$]{2,}\b")
-_LEET_GATE = re.compile(r"[a-z][0-9@$]|[0-9@$][a-z]")  # a letter next to a digit/@/$: cheap test first
+_LEET = str.maketrans("0134579@$8€|+!ь6", "oieastgasbeitibg")
+_LC = r"[a-z0-9@$€|+!ь]"  # letters and the symbols leetspeak puts in their place
+_LEET_TOKEN = re.compile(r"(?<![a-z0-9@$€|+!ь])(?=" + _LC + r"*[a-z])(?=" + _LC + r"*[0-9@$€|+!ь])" + _LC + r"{2,}(?![a-z0-9@$€|+!ь])")
+_LEET_GATE = re.compile(r"[a-z][0-9@$€|+!ь]|[0-9@$€|+!ь][a-z]")  # a letter next to a digit/symbol: cheap test first
 _INWORD_HYPHEN = re.compile(r"(?<=[a-z])-{1,4}(?=[a-z])")
 _REVERSED_HINT = re.compile(r"snoitcurtsni|erongi|tpmorp|suoiverp|drager")
 
@@ -83,6 +84,14 @@ def _frame_hits(vt: str, cjk: bool) -> list[tuple[str, str, str, int, int]]:
                 if FR.framing_ok(vt, m.start(), m.end(), framing, lang):
                     hits.append((rule, sev, msg, m.start(), m.end()))
     return hits
+
+
+_NEGATABLE = {"injection.override", "injection.disclosure", "injection.new-instructions"}
+
+
+def _negated(vt: str, start: int) -> bool:
+    before = vt[max(0, start - 8):start]
+    return bool(FR._EN_NEG.search(before) or FR._ZH_NEG.search(before))
 
 
 _LEET_RULES = ("injection.override", "injection.disclosure", "injection.persona", "injection.new-instructions")
@@ -214,6 +223,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
 
     res = _EN_SET.finditer_all(vt)
     for rule, sev, msg, s, e in _strong_hits(vt, cjk, res=res):
+        if rule in _NEGATABLE and _negated(vt, s):
+            continue  # "employees must never ignore the safety rules", "不要忽略之前的规则"
         add(rule, sev, msg, s, e)
     for rule, sev, msg, s, e in _frame_hits(vt, cjk):
         add(rule, sev, msg, s, e)

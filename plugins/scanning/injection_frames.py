@@ -118,7 +118,7 @@ EN_CLAUSE_DELIMS = ".!?;:\n\"“”()[]<>*#|-–—"
 
 
 _ZH_IMP_RE = re.compile("^(?:" + _alt(ZH_IMPERATIVE) + r"|\s|\d|[a-z]\.|[，,])*$")
-_EN_IMP_RE = re.compile(r"^(?:\b" + _alt(EN_IMPERATIVE) + r"\b|[\s,]|\d)*$")
+_EN_IMP_RE = re.compile(r"^(?:\b" + _alt(EN_IMPERATIVE) + r"\b|\bfor\s+(?:the\s+|our\s+|a\s+|your\s+)?[a-z]+(?:\s+purposes?)?\b|[\s,]|\d)*$")
 _ZH_DELIM_SET = set(ZH_CLAUSE_DELIMS)
 _EN_DELIM_SET = set(EN_CLAUSE_DELIMS)
 
@@ -231,7 +231,7 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
      r"validat(?:e|ing|ion)|approval|asking|question(?:ing|s)?|double-check(?:ing)?)\b|"
      r"\b(?:without|no|skip(?:ping)?|don'?t|do\s+not)\s+(?:any\s+)?(?:check(?:ing|s)?|verif(?:y|ying|ication)|confirm(?:ing|ation)?|"
      r"review(?:ing)?|approval|double-check(?:ing)?)\b[^.\n]{0,30}?\b(?:execute|run|transfer|pay|send|delete|deploy|approve|proceed)\b"
-     r"[^.\n]{0,20}?\b(?:immediately|right\s+now|right\s+away|at\s+once|now|asap)\b", "imperative"),
+     r"[^.\n]{0,20}?\b(?:immediately|right\s+now|right\s+away|at\s+once|now|asap)\b", "any"),
     ("injection.agent-manipulation", "high", "widen permissions (imperative)",
      r"\b" + _alt(EN_ACTIONS["escalate"]) + r"\s+(?:yourself|your(?:\s+own)?|this\s+agent'?s?|the\s+agent'?s?|my|me)\s+(?:\w+\s+){0,2}?"
      + _alt(["admin", "administrator", "root", "superuser", "elevated", "full", "write", "unrestricted", "more", "additional",

@@ -68,7 +68,7 @@ _QUAL = (r"(?:previous|previously|prior|preceding|above|earlier|foregoing|initia
 _OBJ = (r"(?:instructions?|instruction\s+sets?|directives?|rules|guidelines?|guidance|commands?|prompts?|programming|"
         r"training|polic(?:y|ies)|restrictions?|constraints?|limitations?|limits|filters?|filtering|safeguards?|"
         r"guardrails?|protocols?|principles|ethics|morals|morality|conditioning|directions|orders|boundaries|"
-        r"messages|conversation|context|settings|(?:terms\s+of\s+service|tos))")
+        r"messages|conversation|context|(?:terms\s+of\s+service|tos))")
 
 EN_STRONG: list[tuple[str, str, str, re.Pattern]] = [
     # (rule, severity, message, pattern)

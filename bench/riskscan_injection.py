@@ -109,7 +109,7 @@ def independent_set() -> tuple[list[dict], list[str]]:
                 texts = texts[:PER_CLASS if src in ("promptxploit", "synthetic") else len(texts)]
             for t in texts:
                 recs.append({"text": t, "label": label, "lang": lang, "source": f"promptshield:{src}"})
-        notes.append(f"{repo}@{commit[:7]} ({lic}): {dup} texts dropped as duplicates of the dev split")
+        notes.append(f"{repo}@{commit[:7]} ({lic}): {dup} texts dropped as duplicates (of the dev split or within the source: templated and augmented copies)")
     repo, commit, lic = HACKER
     intro = _git_show(repo, commit, "documents/intro.md")
     best = _git_show(repo, commit, "defense/re.md")
@@ -295,9 +295,15 @@ def main(argv=None) -> int:
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--no-cross", action="store_true")
     ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--speed-only", action="store_true", help="only the 2 MB document timing (run it under two checkouts to compare)")
     args = ap.parse_args(argv)
     if not DATA.is_dir():
         print(f"riskscan injection bench: {DATA} not found; skipping.")
+        return 0
+    if args.speed_only:
+        import kbwatch.plugins.scan_injection as m
+        print(f"code: {Path(m.__file__).resolve().parent.parent}")
+        print("\n".join(speed()))
         return 0
     print("## Risk scan: injection (issue 15)")
     dev = dev_records()

@@ -270,7 +270,7 @@ SIGNAL_WEIGHT = {
 }
 SIGNAL_WINDOW = 3000
 SIGNAL_MIN = 3
-SIGNAL_SCORE = 4
+SIGNAL_SCORE = 3  # chosen leave-one-source-out (bench/riskscan_injection.py), every held-out source picked 3
 
 # ---- Chinese (on the T2S-folded view) ---------------------------------------------------------
 

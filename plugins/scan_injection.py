@@ -86,6 +86,8 @@ def _frame_hits(vt: str, cjk: bool) -> list[tuple[str, str, str, int, int]]:
     return hits
 
 
+# the sentence-shaped Chinese override rules get the frames' "scoped" framing test too
+_ZH_SCOPED_MSGS = {msg for rule, _, msg, _ in R.ZH_STRONG if rule == "injection.override" and msg.startswith("指示忽略")}
 _NEGATABLE = {"injection.override", "injection.disclosure", "injection.new-instructions"}
 
 
@@ -224,7 +226,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     res = _EN_SET.finditer_all(vt)
     for rule, sev, msg, s, e in _strong_hits(vt, cjk, res=res):
         if rule in _NEGATABLE and _negated(vt, s):
-            continue  # "employees must never ignore the safety rules", "不要忽略之前的规则"
+            continue
+        if msg in _ZH_SCOPED_MSGS and not FR.framing_ok(vt, s, e, "scoped", "zh"):
+            continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"
         add(rule, sev, msg, s, e)
     for rule, sev, msg, s, e in _frame_hits(vt, cjk):
         add(rule, sev, msg, s, e)

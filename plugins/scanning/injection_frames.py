@@ -36,7 +36,8 @@ ZH_ACTIONS = {
                   "不要管", "别管", "不用管", "不必管", "抛开", "抛弃", "抛掉", "丢弃", "丢掉", "丢了", "扔掉", "扔了", "扔开",
                   "舍弃", "摒弃", "撇开", "甩掉", "清空", "清除", "删掉", "抹去", "抹掉", "废除", "作废", "推翻", "违背",
                   "不顾", "放弃", "跳过", "绕过", "绕开", "无需遵守", "不要遵守", "不再遵守", "不必遵守", "不用遵守",
-                  "停止遵守", "不要遵循", "不再遵循", "不用遵循", "不要执行", "不再执行", "不要听从", "不再听从", "解除"],
+                  "停止遵守", "不要遵循", "不再遵循", "不用遵循", "不要执行", "不再执行", "不要听从", "不再听从", "解除",
+                  "(?:不要|别|不用|不必|无需)再(?:理会|管|遵守|遵循|执行|听从|考虑)"],
     "replace": ["替换", "取代", "代替", "覆盖", "覆写", "改写", "重写", "重置", "重新设定", "重新定义", "换成", "改成", "改为"],
     "reveal": ["输出", "显示", "打印", "告诉我", "透露", "泄露", "泄漏", "重复", "展示", "给出", "说出", "复述", "公开",
                "列出", "发给我", "给我看", "提供", "翻译", "导出", "转述", "复制", "粘贴", "贴出", "写出", "原样",
@@ -48,7 +49,8 @@ ZH_ACTIONS = {
 }
 ZH_SCOPE = ["之前", "以前", "先前", "此前", "上面", "以上", "前面", "上述", "原来", "原有", "原先", "原本", "默认", "你的",
             "您的", "你自己的", "系统", "开发者", "所有", "全部", "一切", "任何", "当前", "现有", "既有", "预设", "内置",
-            "初始", "隐藏", "内部", "完整", "原始", "我们之前", "我们的", "刚才", "刚刚", "本次"]
+            "初始", "隐藏", "内部", "完整", "原始", "我们之前", "我们的", "刚才", "刚刚", "本次", "你被", "给你的", "你收到的",
+            "你所", "你自己"]
 ZH_TARGETS = {
     "rules": ["规则", "指令", "指示", "说明", "指引", "命令", "限制", "约束", "准则", "守则", "规定", "政策", "策略", "规范", "设定",
               "安全策略", "审查", "过滤", "底线", "束缚", "条条框框", "规矩", "道德", "伦理", "要求", "框架", "原则"],
@@ -69,7 +71,10 @@ ZH_IMPERATIVE = ["请你", "请您", "请", "你们", "你", "您", "现在", "�
                  "还", "从现在开始", "从现在起", "从此", "接下来", "今后", "以后", "始终", "总是", "永远", "彻底", "完全",
                  "只", "只管", "只需", "可以直接", "马上就", "好好", "记得", "记住", "注意", "重要", "紧急", "立马",
                  "把", "将", "给自己", "为自己", "自行", "擅自", "私下", "顺便", "另外", "最后", "第一步", "第二步",
-                 "首先", "其次", "下一步", "一次性", "全都", "都给我", "ai", "助手", "模型", "代理", "智能体"]
+                 "首先", "其次", "下一步", "一次性", "全都", "都给我", "ai", "助手", "模型", "代理", "智能体",
+                 "please", "pls", "plz", "now", "ok", "okay", "hi", "hey",
+                 # pretexts that keep the clause an order: 以JSON格式…, 为了存档…, 用英文…
+                 "(?:以|用|按|按照)[^，。！？\n]{0,10}?(?:格式|形式|方式|语言|文)", "(?:为了|为)[^，。！？\n]{1,10}?"]
 ZH_CLAUSE_DELIMS = "，。！？；：,.!?;:\n、“”\"'（）()[]【】<>《》「」『』—…~～|#*-"
 
 # ------------------------------------------------------------------ English tables
@@ -160,8 +165,11 @@ def _zh_ba(action: str, target_classes: list[str]) -> str:
 
 _ZH_REVEAL_SCOPE = ["你的", "您的", "你自己的", "我们之前的", "我们之前", "之前的", "以上的", "以上", "上面的", "前面的", "先前的",
                     "此前的", "全部的", "所有的", "完整的", "原始的", "初始的", "隐藏的", "内部的", "系统", "后台", "刚才的", "本次的"]
+_ZH_HISTORY_SCOPE = ["我们之前的", "我们之前", "我们刚才的", "我们刚才", "我们的", "你的", "以上的", "以上", "上面的", "前面的",
+                     "全部的", "所有的", "完整的", "刚才的", "本次的", "和你的", "与你的", "跟你的"]
 ZH_URGENT = r"(?:立即|立刻|马上|赶紧|赶快|尽快|直接|立马|火速|速速)(?:去|给我)?(?:执行|运行|操作|照做|处理|转账|付款|支付|删除|发送|部署|提交|批准|通过|安装)"
-ZH_NOCHECK = (r"(?:不要|别|不用|不必|无需|不需要|不许|跳过|省略|省去|来不及)(?:再)?(?:做)?(?:任何)?(?:检查|核实|核对|确认|验证|审核|询问|"
+ZH_NOCHECK = (r"(?:不要|别|不用|不必|无需|不需要|不许|跳过|省略|省去|来不及)(?:再)?(?:跟|和|向|与|找)?"
+              r"(?:任何人|别人|他人|用户|上级|领导|主管|老板)?(?:做)?(?:任何)?(?:检查|核实|核对|确认|验证|审核|询问|"
               r"思考|犹豫|质疑|考虑|复核|多问|问为什么|请示|汇报|通知)")
 
 # (rule, severity, message, pattern, framing) — framing "scoped" | "imperative"
@@ -174,15 +182,20 @@ ZH_FRAMES: list[tuple[str, str, str, str, str]] = [
     ("injection.new-instructions", "high", "规则已被替换",
      _alt(["你的", "您的", "系统", "原有", "原来", "之前", "以上", "当前"]) + r"(?:的)?" + _alt(ZH_TARGETS["rules"] + ZH_TARGETS["prompt"])
      + r"(?:已经|已|现已|现在)?(?:被)?" + _alt(["替换", "更新", "覆盖", "重置", "修改", "更改", "改写"]) + r"(?:为|成|了)", "scoped"),
-    ("injection.disclosure", "high", "索取提示词/规则/对话（动作×目标）",
+    ("injection.disclosure", "high", "索取提示词/规则（动作×目标）",
      _alt(ZH_ACTIONS["reveal"]) + _S + "{0,6}?" + _alt(_ZH_REVEAL_SCOPE) + r"(?:的)?" + _S + "{0,4}?"
-     + _alt(ZH_TARGETS["prompt"] + ZH_TARGETS["history"] + ["规则", "指令", "设定", "限制"]), "imperative"),
+     + _alt(ZH_TARGETS["prompt"] + ["规则", "指令", "设定", "限制"]), "imperative"),
+    ("injection.disclosure", "high", "索取与模型的对话记录（动作×目标）",
+     _alt(ZH_ACTIONS["reveal"]) + _S + "{0,6}?" + _alt(_ZH_HISTORY_SCOPE) + r"(?:的)?" + _S + "{0,4}?"
+     + _alt(ZH_TARGETS["history"]), "imperative"),
     ("injection.disclosure", "high", "索取系统配置（动作×目标）",
-     _alt(ZH_ACTIONS["reveal"]) + _S + "{0,6}?" + _alt(["系统", "后台", "内部", "隐藏的", "初始", "完整的系统", "你的系统", "你的内部"])
+     _alt(ZH_ACTIONS["reveal"]) + _S + "{0,6}?" + _alt(["系统", "后台", "内部", "隐藏的", "初始", "完整的系统", "你的系统", "你的内部", "你的全部", "你的完整", "你全部的",
+            "你完整的", "你所有的", "你的所有", "您的全部", "您的完整"])
      + r"(?:的)?" + _alt(ZH_TARGETS["config"]), "imperative"),
     ("injection.disclosure", "high", "把…对话/提示词翻译或导出（借口）",
      r"(?:把|将)" + _S + "{0,4}?" + _alt(_ZH_REVEAL_SCOPE) + r"(?:的)?" + _S + "{0,4}?"
-     + _alt(ZH_TARGETS["prompt"] + ZH_TARGETS["history"] + ["规则", "指令", "系统配置", "内部配置"])
+     + _alt(ZH_TARGETS["prompt"] + ZH_TARGETS["history"] + ["规则", "指令", "系统配置", "内部配置", "系统设置", "全部配置",
+                                                              "完整配置", "所有配置"])
      + _S + "{0,10}?" + _alt(ZH_ACTIONS["reveal"] + ["发", "发到", "写成", "做成", "转为", "整理成"]), "imperative"),
     ("injection.coercion", "high", "不许拒绝/必须回答所有问题",
      r"(?:不要|不许|不准|不能|不得|不可以|禁止|绝不|绝对不要|永远不要|别|不可)(?:再)?(?:拒绝|推辞|回避|拒答)|"
@@ -196,6 +209,13 @@ ZH_FRAMES: list[tuple[str, str, str, str, str]] = [
     ("injection.agent-manipulation", "high", "关闭审批/确认（祈使）",
      _alt(ZH_ACTIONS["disable"]) + r"(?:掉)?(?:所有|全部|一切|任何|这些|那些|现有)?(?:的)?(?:人工|用户|安全|管理员)?(?:的)?"
      + _alt(ZH_TARGETS["approvals"]) + r"(?:流程|步骤|环节|机制|功能|提示)?", "imperative"),
+    ("injection.agent-manipulation", "high", "把权限提升（祈使）",
+     r"(?:把|将)(?:自己|你|你自己|代理|该账号|这个账号)(?:的)?(?:所有的?|全部的?)?" + _alt(ZH_TARGETS["permissions"]) + _S + "{0,6}?"
+     + _alt(ZH_ACTIONS["escalate"]), "imperative"),
+    ("injection.agent-manipulation", "high", "把审批关掉（祈使）",
+     r"(?:把|将)(?:所有的?|全部的?|这些|那些|现有的?)?(?:人工|用户|安全|管理员)?(?:的)?" + _alt(ZH_TARGETS["approvals"])
+     + r"(?:流程|步骤|环节|机制|功能|提示)?" + _S + "{0,4}?" + _alt(["跳过", "关闭", "关掉", "绕过", "取消", "去掉", "禁用", "停用", "省略", "屏蔽"]),
+     "imperative"),
     ("injection.agent-manipulation", "high", "创建虚假身份（祈使）",
      _alt(ZH_ACTIONS["forge"]) + r"(?:一个|多个|若干|一批|几个|一些|新的)?" + _S + "{0,4}?"
      + r"(?:虚假|假的?|伪造的?|虚拟的?|匿名的?|冒名的?|他人的?|别人的?|管理员的?)(?:的)?" + _alt(ZH_TARGETS["identity"]), "imperative"),
@@ -217,6 +237,14 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
              "your initial", "your hidden", "your internal", "everything in your", "all of your"])
      + r"\s+(?:\w+\s+){0,1}?" + _alt(EN_TARGETS["prompt"] + EN_TARGETS["history"] + ["rules", "guidelines", "directives"])
      + r"\b", "imperative"),
+    ("injection.disclosure", "high", "reveal the conversation / prompt (target, then scope)",
+     r"\b" + _alt(EN_ACTIONS["reveal"]) + r"\s+(?:back\s+)?(?:the|our|this|all\s+the|the\s+entire|the\s+whole|the\s+full)\s+"
+     + _alt(EN_TARGETS["prompt"] + EN_TARGETS["history"]) + r"\s+(?:above|so\s+far|before\s+this|up\s+to\s+now|until\s+now|"
+     r"verbatim|word\s+for\s+word|you\s+(?:were|have\s+been)\s+given)\b", "imperative"),
+    ("injection.override", "high", "disregard what the model was told",
+     r"\b" + _alt(EN_ACTIONS["disregard"]) + r"\s+(?:about\s+)?(?:what|everything|anything|all|whatever)\s+(?:that\s+)?"
+     r"(?:you\s+were|you'?ve\s+been|you\s+have\s+been|you\s+got|i|we|they|the\s+developers?)\s+(?:\w+\s+)?"
+     r"(?:told|given|instructed|said|taught|programmed|asked)\b", "imperative"),
     ("injection.disclosure", "high", "reveal the system configuration",
      r"\b" + _alt(EN_ACTIONS["reveal"]) + r"\s+(?:\w+\s+){0,2}?(?:your|the)\s+(?:hidden|internal|system|initial|full\s+system)\s+"
      + _alt(EN_TARGETS["config"]) + r"\b", "imperative"),

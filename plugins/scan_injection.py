@@ -35,6 +35,7 @@ original text. Patterns live in ``_injection_rules``.
 
 from __future__ import annotations
 
+import codecs
 import re
 
 from kbwatch.pipeline import hookimpl
@@ -51,6 +52,8 @@ _LEET_TOKEN = re.compile(r"(?<![a-z0-9@$€|+!ь])(?=" + _LC + r"*[a-z])(?=" + _
 _LEET_GATE = re.compile(r"[a-z][0-9@$€|+!ь]|[0-9@$€|+!ь][a-z]")  # a letter next to a digit/symbol: cheap test first
 _INWORD_HYPHEN = re.compile(r"(?<=[a-z])-{1,4}(?=[a-z])")
 _REVERSED_HINT = re.compile(r"snoitcurtsni|erongi|tpmorp|suoiverp|drager")
+_ROT13_HINT = re.compile(r"\b(?:vtaber|vafgehpgvbaf?|cerivbhf|qvfertneq|flfgrz\s+cebzcg|wnvyoernx|qrirybcre\s+zbqr)\b")
+_PCT_SPACE = re.compile(r"%20")
 
 
 # One PatternSet per family: each rule is tried only where one of its literal
@@ -209,6 +212,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     if "-" in view.text and _INWORD_HYPHEN.search(view.text):  # "i-nstruction", "as-sistant"
         t2, m2 = apply_rewrite(view.text, view.omap, _INWORD_HYPHEN, lambda m: "")
         view = View(t2, m2, len(text))
+    if "%20" in view.text:  # "ignore%20all%20previous%20instructions"
+        t2, m2 = apply_rewrite(view.text, view.omap, _PCT_SPACE, lambda m: " ")
+        view = View(t2, m2, len(text))
     if len(view.text) <= _SPLIT_MAX:  # "ig nore previous instruc tions"
         view = join_split_words(view, FR.SPLIT_WORDS)
     vt = view.text
@@ -253,6 +259,12 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         rev = vt[ws:we][::-1]
         for rule, sev, msg, s, e in _strong_hits(rev, False):
             add("injection.encoded", "high", f"reversed text: {msg}", we - e, we - s)
+
+    # ROT13 (windows around ROT13-encoded keywords)
+    for ws, we in _windows(vt, [(m.start(), m.end()) for m in _ROT13_HINT.finditer(vt)]):
+        rot = codecs.encode(vt[ws:we], "rot13")
+        for rule, sev, msg, s, e in _strong_hits(rot, False) + _frame_hits(rot, False):
+            add("injection.encoded", "high", f"rot13 text: {msg}", ws + s, ws + e)
 
     # encoded payloads on the original text
     longest = longest_token(text)

@@ -229,7 +229,12 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
      + _alt(["your", "your own", "the system", "all your", "all of your", "all the", "all previous", "all prior", "the previous",
              "the prior", "the above", "the earlier", "the original", "the initial", "any previous", "any prior", "these",
              "those", "the existing", "your current", "your default", "your built-in"])
-     + r"\s+(?:\w+\s+){0,2}?" + _alt(EN_TARGETS["rules"] + EN_TARGETS["prompt"]) + r"\b", "imperative"),
+     + r"\s+(?:\w+\s+){0,2}?" + _alt(EN_TARGETS["rules"] + EN_TARGETS["prompt"]) + r"\b|"
+     r"\b" + _alt(EN_ACTIONS["disregard"]) + r"\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+)?(?:text|content|contents|words|messages|input|"
+     r"lines|stuff)\s+(?:before|above|prior\s+to|preceding)\s*(?:this|here|now|it)?\b", "imperative"),
+    ("injection.new-instructions", "high", "announced new instructions",
+     r"\b(?:important|urgent|critical|priority|mandatory)\s+new\s+(?:instructions?|directives?|orders|rules)\b|"
+     r"\bnew\s+(?:important|urgent|critical|priority|mandatory)\s+(?:instructions?|directives?|orders|rules)\b", "any"),
     ("injection.disclosure", "high", "reveal history/prompt under a pretext (action × target)",
      r"\b" + _alt(EN_ACTIONS["reveal"]) + r"\s+(?:\w+\s+){0,2}?"
      + _alt(["your", "your own", "the system", "our previous", "our earlier", "our entire", "the previous", "the earlier",
@@ -240,7 +245,8 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
     ("injection.disclosure", "high", "reveal the conversation / prompt (target, then scope)",
      r"\b" + _alt(EN_ACTIONS["reveal"]) + r"\s+(?:back\s+)?(?:the|our|this|all\s+the|the\s+entire|the\s+whole|the\s+full)\s+"
      + _alt(EN_TARGETS["prompt"] + EN_TARGETS["history"]) + r"\s+(?:above|so\s+far|before\s+this|up\s+to\s+now|until\s+now|"
-     r"verbatim|word\s+for\s+word|you\s+(?:were|have\s+been)\s+given)\b", "imperative"),
+     r"verbatim|word\s+for\s+word|you\s+(?:were|have\s+been)\s+given|given\s+to\s+you|(?:at|from)\s+the\s+(?:start|beginning))\b",
+     "imperative"),
     ("injection.override", "high", "disregard what the model was told",
      r"\b" + _alt(EN_ACTIONS["disregard"]) + r"\s+(?:about\s+)?(?:what|everything|anything|all|whatever)\s+(?:that\s+)?"
      r"(?:you\s+were|you'?ve\s+been|you\s+have\s+been|you\s+got|i|we|they|the\s+developers?)\s+(?:\w+\s+)?"

@@ -105,6 +105,7 @@ BENIGN = [
     "The assistant should not reveal its system prompt; see the policy.",
     "See [System](system.md) for the architecture overview.",
     "Important instructions for installation are below.",
+    "The system settings are in the [system] section of the config file.",
 ]
 
 

@@ -232,9 +232,6 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
      + r"\s+(?:\w+\s+){0,2}?" + _alt(EN_TARGETS["rules"] + EN_TARGETS["prompt"]) + r"\b|"
      r"\b" + _alt(EN_ACTIONS["disregard"]) + r"\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+)?(?:text|content|contents|words|messages|input|"
      r"lines|stuff)\s+(?:before|above|prior\s+to|preceding)\s*(?:this|here|now|it)?\b", "imperative"),
-    ("injection.new-instructions", "high", "announced new instructions",
-     r"\b(?:important|urgent|critical|priority|mandatory)\s+new\s+(?:instructions?|directives?|orders|rules)\b|"
-     r"\bnew\s+(?:important|urgent|critical|priority|mandatory)\s+(?:instructions?|directives?|orders|rules)\b", "any"),
     ("injection.disclosure", "high", "reveal history/prompt under a pretext (action × target)",
      r"\b" + _alt(EN_ACTIONS["reveal"]) + r"\s+(?:\w+\s+){0,2}?"
      + _alt(["your", "your own", "the system", "our previous", "our earlier", "our entire", "the previous", "the earlier",
@@ -243,7 +240,7 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
      + r"\s+(?:\w+\s+){0,1}?" + _alt(EN_TARGETS["prompt"] + EN_TARGETS["history"] + ["rules", "guidelines", "directives"])
      + r"\b", "imperative"),
     ("injection.disclosure", "high", "reveal the conversation / prompt (target, then scope)",
-     r"\b" + _alt(EN_ACTIONS["reveal"]) + r"\s+(?:back\s+)?(?:the|our|this|all\s+the|the\s+entire|the\s+whole|the\s+full)\s+"
+     r"\b" + _alt(EN_ACTIONS["reveal"]) + r"\s+(?:back\s+)?(?:the|our|all\s+the|the\s+entire|the\s+whole|the\s+full)\s+"
      + _alt(EN_TARGETS["prompt"] + EN_TARGETS["history"]) + r"\s+(?:above|so\s+far|before\s+this|up\s+to\s+now|until\s+now|"
      r"verbatim|word\s+for\s+word|you\s+(?:were|have\s+been)\s+given|given\s+to\s+you|(?:at|from)\s+the\s+(?:start|beginning))\b",
      "imperative"),

@@ -191,7 +191,7 @@ EN_STRONG: list[tuple[str, str, str, re.Pattern]] = [
 _TEMPLATE_DELIMS = (
     r"<\|\s*(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text|end_of_text|start_header_id|"
     r"end_header_id|eot_id|eom_id|tool_call|fim_\w+|channel|message|start|end|return|call)\s*\|>|"
-    r"\[/?inst\]|\[/?system\](?!\()|<</?sys>>|<s>\s*\[inst|\{\{#(?:system|user|assistant)~?\}\}|\[system\]\(#\w+\)|"
+    r"\[/?inst\]|\[/system\]|<</?sys>>|<s>\s*\[inst|\{\{#(?:system|user|assistant)~?\}\}|\[system\]\(#\w+\)|"
     r"</?(?:system|system_prompt|sys_prompt|admin_instructions?)>")
 _TEMPLATE_LINES = (
     r"^[ \t]*#{2,}[ \t]*(?:system|instruction|instructions|assistant|response|user\s+input|human)[ \t]*(?:prompt|message)?[ \t]*:|"

@@ -289,16 +289,36 @@ def speed(repeat: int = 3) -> list[str]:
             f"injection's share {100 * min(inj) / min(alls):.0f}%"]
 
 
+def kinds() -> list[str]:
+    """Per attack kind, how many of the fresh sentences in tests/test_scan_injection_frames.py are found
+    (and how many of its benign look-alikes are flagged): run under two checkouts to compare."""
+    import ast
+    tree = ast.parse((REPO / "tests" / "test_scan_injection_frames.py").read_text(encoding="utf-8"))
+    lists = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name) and t.id in ("ATTACKS", "BENIGN")}
+    out = ["\n### fresh sentences per attack kind (tests/test_scan_injection_frames.py)\n"]
+    for kind, texts in lists["ATTACKS"].items():
+        out.append(f"- {kind}: {sum(flagged(t) for t in texts)}/{len(texts)} found")
+    out.append(f"- benign look-alikes flagged: {sum(flagged(t) for t in lists['BENIGN'])}/{len(lists['BENIGN'])}")
+    return out
+
+
 def main(argv=None) -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--no-cross", action="store_true")
     ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--kinds-only", action="store_true", help="only the per-kind count on the test file's sentences")
     ap.add_argument("--speed-only", action="store_true", help="only the 2 MB document timing (run it under two checkouts to compare)")
     args = ap.parse_args(argv)
     if not DATA.is_dir():
         print(f"riskscan injection bench: {DATA} not found; skipping.")
+        return 0
+    if args.kinds_only:
+        import kbwatch.plugins.scan_injection as m
+        print(f"code: {Path(m.__file__).resolve().parent.parent}")
+        print("\n".join(kinds()))
         return 0
     if args.speed_only:
         import kbwatch.plugins.scan_injection as m

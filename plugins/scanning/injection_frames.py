@@ -110,7 +110,7 @@ EN_TARGETS = {
                 "context", "context window", "messages", "transcript", "dialogue", "dialog", "session"],
     "config": ["configuration", "config", "settings", "setup", "environment variables", "system settings"],
     "permissions": ["permissions", "permission", "privileges", "privilege", "access rights", "access level", "access",
-                    "scopes", "admin rights", "role"],
+                    "scopes", "admin rights", "role", "rights"],
     "approvals": ["approvals", "approval", "approval step", "approval steps", "confirmations", "confirmation",
                   "confirmation prompts", "human review", "human-in-the-loop", "review", "reviews", "sign-off",
                   "safety checks", "checks", "verification", "validation", "guardrails", "monitoring", "logging",
@@ -130,6 +130,9 @@ EN_CLAUSE_DELIMS = ".!?;:\n\"“”()[]<>*#|-–—"
 _ZH_IMP_RE = re.compile("^(?:" + _alt(ZH_IMPERATIVE) + r"|\s|\d|[a-z]\.|[，,])*$")
 _EN_IMP_RE = re.compile(r"^(?:\b" + _alt(EN_IMPERATIVE) + r"\b|\bfor\s+(?:the\s+|our\s+|a\s+|your\s+)?[a-z]+(?:\s+purposes?)?\b|[\s,]|\d)*$")
 _ZH_DELIM_SET = set(ZH_CLAUSE_DELIMS)
+_ZH_SOFT_DELIMS = set("，,、；;")
+_ZH_OPENER = re.compile(r"^(?:请|你|您|现在|立即|立刻|马上|务必|必须|先|首先|然后|接着|再|记住|注意|听着|好的|不要|别|把|将|帮我|给我|"
+                        r"从现在|接下来|今后|以后|为了|对你|忽略|忘记|无视|please|now)")
 _EN_DELIM_SET = set(EN_CLAUSE_DELIMS)
 
 
@@ -144,6 +147,14 @@ def imperative_ok(text: str, start: int, lang: str, lookback: int = 40) -> bool:
         return False  # clause longer than the look-back: prose, not an order
     prefix = text[i + 1:start].strip()
     if lang == "zh":
+        if not prefix and i >= 0 and text[i] in _ZH_SOFT_DELIMS:
+            # Chinese drops the subject of a continuing clause ("…悬吊于树上，伪装成自缢"): an empty clause
+            # prefix after a comma is an order only when the clause before it opens like one
+            j = i - 1
+            while j >= max(0, i - lookback) and text[j] not in delims:
+                j -= 1
+            prev = text[j + 1:i].strip()
+            return len(prev) <= 4 or bool(_ZH_OPENER.match(prev))
         return bool(_ZH_IMP_RE.match(prefix))
     return bool(_EN_IMP_RE.match(prefix))
 
@@ -262,6 +273,17 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
              "your initial", "your hidden", "your internal", "everything in your", "all of your"])
      + r"\s+(?:\w+\s+){0,1}?" + _alt(EN_TARGETS["prompt"] + EN_TARGETS["history"] + ["rules", "guidelines", "directives"])
      + r"\b", "imperative"),
+    ("injection.override", "high", "discard the rules the model was given (target, then scope)",
+     r"\b" + _alt(EN_ACTIONS["disregard"]) + r"\s+(?:out\s+|away\s+)?(?:the\s+|all\s+the\s+|any\s+|those\s+)?"
+     + _alt(EN_TARGETS["rules"] + EN_TARGETS["prompt"]) + r"\s+(?:that\s+)?(?:you\s+(?:were|have\s+been|got)\s+given|you'?ve\s+been\s+given|"
+     r"you\s+(?:received|were\s+trained\s+on|have|follow)|given\s+to\s+you|above|so\s+far)\b", "imperative"),
+    ("injection.override", "high", "act as if the rules did not exist",
+     r"\b(?:act|behave|pretend|respond|answer|proceed|continue)\s+(?:as\s+(?:if|though)|like)\s+(?:your|the|all|any|there\s+(?:are|were))\s+"
+     r"(?:\w+\s+){0,2}?" + _alt(EN_TARGETS["rules"]) + r"\s+(?:don'?t|do\s+not|did\s+not|didn'?t|no\s+longer|never)\s+(?:exist|apply|matter|count)|"
+     r"\byour\s+(?:\w+\s+){0,2}?" + _alt(EN_TARGETS["rules"]) + r"\s+(?:no\s+longer|don'?t|do\s+not)\s+(?:apply|exist|matter|count)\b", "imperative"),
+    ("injection.agent-manipulation", "high", "approve everything automatically (imperative)",
+     r"\b(?:auto-?approve|automatically\s+approve|approve|accept|merge|sign\s+off\s+on)\s+(?:all|every|each|any)\s+(?:\w+\s+){0,2}?"
+     r"(?:requests?|changes?|transactions?|payments?|transfers?|pull\s+requests?|prs?|actions?|tool\s+calls?|commands?|invoices?)\b", "imperative"),
     ("injection.disclosure", "high", "reveal the conversation / prompt (target, then scope)",
      r"\b" + _alt(EN_ACTIONS["reveal"]) + r"\s+(?:back\s+)?(?:the|our|all\s+the|the\s+entire|the\s+whole|the\s+full)\s+"
      + _alt(EN_TARGETS["prompt"] + EN_TARGETS["history"]) + r"\s+(?:above|so\s+far|before\s+this|up\s+to\s+now|until\s+now|"
@@ -278,7 +300,9 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
      r"\b(?:do\s+not|don'?t|never|you\s+(?:must|can|may|will|shall)\s+not|you\s+(?:can'?t|cannot|won'?t))\s+"
      r"(?:ever\s+)?(?:refuse|decline|reject|deny)\b|"
      r"\b(?:must|have\s+to|will|shall|need\s+to)\s+(?:always\s+)?(?:answer|respond\s+to|reply\s+to|comply\s+with|fulfil+)\s+"
-     r"(?:every|each|all|any)(?:\s+(?:single|one))?\s+(?:of\s+my\s+)?(?:question|request|prompt|query|instruction|command)s?\b", "imperative"),
+     r"(?:every|each|all|any)(?:\s+(?:single|one))?\s+(?:of\s+my\s+)?(?:question|request|prompt|query|instruction|command)s?\b|"
+     r"\brefus(?:ing|als?)\s+(?:is|are)\s+not\s+(?:allowed|permitted|an\s+option|acceptable)\b|"
+     r"\byou\s+(?:have|get)\s+no\s+(?:right|option|choice|permission)\s+to\s+(?:refuse|decline|say\s+no)\b", "imperative"),
     ("injection.urgency", "high", "act immediately without checking",
      r"\b(?:immediately|right\s+now|right\s+away|at\s+once|now|asap|urgently|without\s+delay)\b[^.\n]{0,40}?\b(?:without|no|skip(?:ping)?|"
      r"don'?t|do\s+not)\s+(?:any\s+)?(?:further\s+)?(?:check(?:ing|s)?|verif(?:y|ying|ication)|confirm(?:ing|ation)?|review(?:ing)?|"
@@ -301,7 +325,8 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
              "safety checks", "security checks", "verification step", "audit logging", "logging", "monitoring", "sandbox",
              "sandboxing"]) + r"\b", "imperative"),
     ("injection.agent-manipulation", "high", "create fake identities (imperative)",
-     r"\b" + _alt(EN_ACTIONS["forge"]) + r"\s+(?:a\s+|an\s+|some\s+|several\s+|multiple\s+|many\s+|\d+\s+|new\s+)*"
+     r"\b" + _alt(EN_ACTIONS["forge"]) + r"\s+(?:a\s+|an\s+|some\s+|several\s+|multiple\s+|many\s+|\d+\s+|new\s+|few\s+|bunch\s+of\s+|"
+     r"couple\s+(?:of\s+)?|lots\s+of\s+|dozens\s+of\s+|hundreds\s+of\s+)*"
      + _alt(["fake", "false", "forged", "fictitious", "fraudulent", "sock-?puppet", "throwaway", "impersonated", "spoofed"])
      + r"\s+(?:\w+\s+){0,1}?" + _alt(EN_TARGETS["identity"] + ["admin accounts", "reviewers", "users"]) + r"\b|"
      r"\b(?:impersonate|pose\s+as|masquerade\s+as|pretend\s+to\s+be)\s+(?:the\s+|an?\s+|my\s+)?"

@@ -253,7 +253,7 @@ ZH_FRAMES: list[tuple[str, str, str, str, str]] = [
      _alt(ZH_ACTIONS["forge"]) + r"(?:一个|多个|若干|一批|几个|一些|新的)?" + _S + "{0,4}?"
      + r"(?:虚假|假的?|伪造的?|虚拟的?|匿名的?|冒名的?|他人的?|别人的?|管理员的?)(?:的)?" + _alt(ZH_TARGETS["identity"]), "imperative"),
     ("injection.agent-manipulation", "high", "冒充身份", r"(?:冒充|假冒|冒用|伪装成|假扮|冒名顶替|顶替)", "imperative"),
-    ("injection.agent-manipulation", "high", "批量注册小号", r"(?:批量|大量|多)?(?:注册|创建|申请|开)(?:一批|一些|几个|多个|大量|若干)?"
+    ("injection.agent-manipulation", "high", "批量注册小号", r"(?:批量注册|批量创建|批量申请|大量注册|大量创建|注册|创建|申请|开)(?:一批|一些|几个|多个|大量|若干)?"
      r"(?:小号|马甲|假号|水军账号|僵尸号|虚拟账号|傀儡账号)", "imperative"),
 ]
 

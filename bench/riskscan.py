@@ -247,7 +247,16 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int)
     ap.add_argument("--no-throughput", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="throughput runs (best reported)")
+    # ---- injection section (issue 15): bench/riskscan_injection.py -------------------------
+    ap.add_argument("--injection", nargs=argparse.REMAINDER,
+                    help="run only the injection section (dev, independent set, cross-source, speed); "
+                         "options after it go to bench/riskscan_injection.py")
+    # ---- end of injection section --------------------------------------------------------
     args = ap.parse_args(argv)
+    if args.injection is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import riskscan_injection
+        return riskscan_injection.main(args.injection)
     if not DATA.is_dir():
         print(f"riskscan bench: data directory {DATA} not found; skipping.")
         return 0

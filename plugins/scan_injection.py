@@ -19,29 +19,41 @@ Owns the rules ``injection.*``:
                           (tag, variation selector, Sneaky Bits), leetspeak or
                           reversed text that decodes to an injection
 - ``remote-code``, ``sensitive-path``
+- ``coercion``            "do not refuse / you must answer every question"
+- ``urgency``             "execute immediately, do not check"
+- ``agent-manipulation``  widen permissions, switch off approvals, create fake identities
+
+Besides the sentence-shaped rules of ``injection_rules``, the action × target frames of
+``injection_frames`` (synonym tables in both languages, with an imperative / scope framing
+test) run on the same view.
 
 Matching runs on a normalised view (see ``_scanutil.normalize``: NFKC,
 confusable folding, ignorables dropped, spaced letters joined; plus
-Traditional→Simplified folding for Chinese) and maps spans back to the
+Traditional→Simplified by OpenCC for Chinese, in-word spaces joined) and maps spans back to the
 original text. Patterns live in ``_injection_rules``.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
+from kbwatch.plugins.scanning import injection_frames as FR
 from kbwatch.plugins.scanning import injection_rules as R
 from kbwatch.plugins.scanning import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, apply_rewrite, decode_encoded,
-                               decode_invisible_runs, make_finding, normalize, scan_options)
+                               decode_invisible_runs, join_split_words, make_finding, normalize, scan_options)
 
 KIND = "injection"
-_LEET = str.maketrans("013457@$8", "oieastasb")
-_LEET_TOKEN = re.compile(r"\b(?=[a-z0-9@$]*[a-z])(?=[a-z0-9@$]*[0-9@$])[a-z0-9@$]{2,}\b")
-_LEET_GATE = re.compile(r"[a-z][0-9@$]|[0-9@$][a-z]")  # a letter next to a digit/@/$: cheap test first
+_LEET = str.maketrans("0134579@$8€|+!ь6", "oieastgasbeitibg")
+_LC = r"[a-z0-9@$€|+!ь]"  # letters and the symbols leetspeak puts in their place
+_LEET_TOKEN = re.compile(r"(?<![a-z0-9@$€|+!ь])(?=" + _LC + r"*[a-z])(?=" + _LC + r"*[0-9@$€|+!ь])" + _LC + r"{2,}(?![a-z0-9@$€|+!ь])")
+_LEET_GATE = re.compile(r"[a-z][0-9@$€|+!ь]|[0-9@$€|+!ь][a-z]")  # a letter next to a digit/symbol: cheap test first
 _INWORD_HYPHEN = re.compile(r"(?<=[a-z])-{1,4}(?=[a-z])")
 _REVERSED_HINT = re.compile(r"snoitcurtsni|erongi|tpmorp|suoiverp|drager")
+_ROT13_HINT = re.compile(r"\b(?:vtaber|vafgehpgvbaf?|cerivbhf|qvfertneq|flfgrz\s+cebzcg|wnvyoernx|qrirybcre\s+zbqr)\b")
+_PCT_SPACE = re.compile(r"%20")
 
 
 # One PatternSet per family: each rule is tried only where one of its literal
@@ -56,6 +68,37 @@ _TEMPLATE_IDX = (_N_EN, _N_EN + 1)
 _SIG0 = _N_EN + 2
 _EN_SET = PatternSet([pat for _, _, _, pat in _EN] + R.TEMPLATE_PARTS + [pat for _, pat in R.SIGNALS])
 _ZH_SET = PatternSet([pat for _, _, _, pat in _ZH])
+# action × target frames (injection_frames): their own sets, a framing test per match
+_ZF = FR.build_rules(FR.ZH_FRAMES)
+_EF = FR.build_rules(FR.EN_FRAMES)
+_ZF_SET = PatternSet([pat for _, _, _, pat, _ in _ZF])
+_EF_SET = PatternSet([pat for _, _, _, pat, _ in _EF])
+_SPLIT_MAX = 20_000  # in-word-space joining runs on texts (chunks) up to this size
+
+
+def _frame_hits(vt: str, cjk: bool) -> list[tuple[str, str, str, int, int]]:
+    hits = []
+    for rules, pset, lang in ((_EF, _EF_SET, "en"), (_ZF, _ZF_SET, "zh")):
+        if lang == "zh" and not cjk:
+            continue
+        res = pset.finditer_all(vt)
+        for i, (rule, sev, msg, _, framing) in enumerate(rules):
+            for m in res[i]:
+                if FR.framing_ok(vt, m.start(), m.end(), framing, lang):
+                    hits.append((rule, sev, msg, m.start(), m.end()))
+    return hits
+
+
+# the sentence-shaped Chinese override rules get the frames' "scoped" framing test too
+_ZH_SCOPED_MSGS = {msg for rule, _, msg, _ in R.ZH_STRONG if rule == "injection.override" and msg.startswith("指示忽略")}
+_NEGATABLE = {"injection.override", "injection.disclosure", "injection.new-instructions"}
+
+
+def _negated(vt: str, start: int) -> bool:
+    before = vt[max(0, start - 8):start]
+    return bool(FR._EN_NEG.search(before) or FR._ZH_NEG.search(before))
+
+
 _LEET_RULES = ("injection.override", "injection.disclosure", "injection.persona", "injection.new-instructions")
 _LEET_ONLY = {i for i, (rule, _, _, _) in enumerate(_EN) if rule in _LEET_RULES}
 _STRONG_ONLY = set(range(_SIG0))
@@ -153,7 +196,7 @@ def _payload_is_injection(decoded: str) -> tuple[str, str] | None:
     if cjk:
         vt = R.to_simplified(vt)
     res = _EN_SET.finditer_all(vt)
-    hits = _strong_hits(vt, cjk, res=res)
+    hits = _strong_hits(vt, cjk, res=res) or _frame_hits(vt, cjk)
     if hits:
         return hits[0][0], hits[0][2]
     if _signal_hits(vt, res=res):
@@ -169,6 +212,11 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     if "-" in view.text and _INWORD_HYPHEN.search(view.text):  # "i-nstruction", "as-sistant"
         t2, m2 = apply_rewrite(view.text, view.omap, _INWORD_HYPHEN, lambda m: "")
         view = View(t2, m2, len(text))
+    if "%20" in view.text:  # "ignore%20all%20previous%20instructions"
+        t2, m2 = apply_rewrite(view.text, view.omap, _PCT_SPACE, lambda m: " ")
+        view = View(t2, m2, len(text))
+    if len(view.text) <= _SPLIT_MAX:  # "ig nore previous instruc tions"
+        view = join_split_words(view, FR.SPLIT_WORDS)
     vt = view.text
     cjk = bool(R.HAS_CJK.search(vt))
     if cjk:
@@ -183,6 +231,12 @@ def scan_text(text: str, settings=None) -> list[Finding]:
 
     res = _EN_SET.finditer_all(vt)
     for rule, sev, msg, s, e in _strong_hits(vt, cjk, res=res):
+        if rule in _NEGATABLE and _negated(vt, s):
+            continue
+        if msg in _ZH_SCOPED_MSGS and not FR.framing_ok(vt, s, e, "scoped", "zh"):
+            continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"
+        add(rule, sev, msg, s, e)
+    for rule, sev, msg, s, e in _frame_hits(vt, cjk):
         add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):
         add("injection.jailbreak", "high", f"jailbreak signals: {names}", s, min(e, s + 200))
@@ -205,6 +259,12 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         rev = vt[ws:we][::-1]
         for rule, sev, msg, s, e in _strong_hits(rev, False):
             add("injection.encoded", "high", f"reversed text: {msg}", we - e, we - s)
+
+    # ROT13 (windows around ROT13-encoded keywords)
+    for ws, we in _windows(vt, [(m.start(), m.end()) for m in _ROT13_HINT.finditer(vt)]):
+        rot = codecs.encode(vt[ws:we], "rot13")
+        for rule, sev, msg, s, e in _strong_hits(rot, False) + _frame_hits(rot, False):
+            add("injection.encoded", "high", f"rot13 text: {msg}", ws + s, ws + e)
 
     # encoded payloads on the original text
     longest = longest_token(text)

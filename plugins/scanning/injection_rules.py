@@ -31,10 +31,22 @@ _T2S_MAP = dict(zip(_T2S_FROM, _T2S_TO))
 _T2S_RE = re.compile("[" + _T2S_FROM + "]")
 
 
+try:  # OpenCC (the maintained converter; pip ``opencc``); the table above is the fallback
+    import opencc as _opencc
+    _OCC = _opencc.OpenCC("t2s")
+except Exception:  # pragma: no cover - depends on the install
+    _OCC = None
+
+
 def to_simplified(text: str) -> str:
-    """Traditional → Simplified for the rule characters (a C-level scan; a callback per hit
-    instead of ``str.translate``'s per-character dictionary lookup)."""
+    """Traditional → Simplified with OpenCC (``t2s``), keeping the length so that offsets still
+    map; where a phrase conversion changes the length, the per-character table is used."""
+    if _OCC is not None:
+        out = _OCC.convert(text)
+        if len(out) == len(text):
+            return out
     return _T2S_RE.sub(lambda m: _T2S_MAP[m.group()], text) if _T2S_RE.search(text) else text
+
 
 # The view is already lower-cased, so patterns are compiled without IGNORECASE
 # (twice as fast in ``re``); write them in lower case.
@@ -56,7 +68,7 @@ _QUAL = (r"(?:previous|previously|prior|preceding|above|earlier|foregoing|initia
 _OBJ = (r"(?:instructions?|instruction\s+sets?|directives?|rules|guidelines?|guidance|commands?|prompts?|programming|"
         r"training|polic(?:y|ies)|restrictions?|constraints?|limitations?|limits|filters?|filtering|safeguards?|"
         r"guardrails?|protocols?|principles|ethics|morals|morality|conditioning|directions|orders|boundaries|"
-        r"messages|conversation|context|settings|(?:terms\s+of\s+service|tos))")
+        r"messages|conversation|context|(?:terms\s+of\s+service|tos))")
 
 EN_STRONG: list[tuple[str, str, str, re.Pattern]] = [
     # (rule, severity, message, pattern)
@@ -179,7 +191,7 @@ EN_STRONG: list[tuple[str, str, str, re.Pattern]] = [
 _TEMPLATE_DELIMS = (
     r"<\|\s*(?:im_start|im_end|im_sep|system|user|assistant|endoftext|begin_of_text|end_of_text|start_header_id|"
     r"end_header_id|eot_id|eom_id|tool_call|fim_\w+|channel|message|start|end|return|call)\s*\|>|"
-    r"\[/?inst\]|<</?sys>>|<s>\s*\[inst|\{\{#(?:system|user|assistant)~?\}\}|\[system\]\(#\w+\)|"
+    r"\[/?inst\]|\[/system\]|<</?sys>>|<s>\s*\[inst|\{\{#(?:system|user|assistant)~?\}\}|\[system\]\(#\w+\)|"
     r"</?(?:system|system_prompt|sys_prompt|admin_instructions?)>")
 _TEMPLATE_LINES = (
     r"^[ \t]*#{2,}[ \t]*(?:system|instruction|instructions|assistant|response|user\s+input|human)[ \t]*(?:prompt|message)?[ \t]*:|"
@@ -258,7 +270,7 @@ SIGNAL_WEIGHT = {
 }
 SIGNAL_WINDOW = 3000
 SIGNAL_MIN = 3
-SIGNAL_SCORE = 4
+SIGNAL_SCORE = 3  # chosen leave-one-source-out (bench/riskscan_injection.py), every held-out source picked 3
 
 # ---- Chinese (on the T2S-folded view) ---------------------------------------------------------
 

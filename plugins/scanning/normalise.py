@@ -7,7 +7,7 @@ import unicodedata
 
 
 
-__all__ = ['apply_rewrite', 'CONFUSABLES', 'View', 'is_default_ignorable', 'normalize']
+__all__ = ['apply_rewrite', 'CONFUSABLES', 'View', 'is_default_ignorable', 'join_split_words', 'normalize']
 
 # --------------------------------------------------------------------------
 # normalisation with an offset map
@@ -87,7 +87,7 @@ class View:
 _SPACED = re.compile(r"(?<![^\W\d_])(?:[^\W\d_][ \t.\-_*·|/]{1,2}){3,}[^\W\d_](?![^\W\d_])")
 # separators inserted between CJK characters: "忽 略", "忽*略"
 # (CJK character first, so that re's first-character scan applies; group 1 is removed)
-_CJK_GAP = re.compile(r"[\u3400-\u9fff]([ \t*_\-.·|/]{1,3})(?=[\u3400-\u9fff])")
+_CJK_GAP = re.compile(r"[\u3400-\u9fff]([ \t*_\-.·|/~^`'+=#@•・]{1,3})(?=[\u3400-\u9fff])")
 _ASCII_PRINT = re.compile(r"[\t\n\r -~]*")
 
 
@@ -222,3 +222,29 @@ def _slow_norm(text: str) -> tuple[str, list[int]]:
     return "".join(parts), omap
 
 
+
+
+# two word fragments split by one inserted space or separator: "ig nore", "instruc-tions"
+_SPLIT_PAIR = re.compile(r"\b([a-z]{1,9})[ \t.\-_*·|/]{1,2}([a-z]{1,10})\b")
+
+
+def join_split_words(view: View, words: frozenset) -> View:
+    """Join two adjacent fragments whose concatenation is one of ``words`` ("ig nore" → "ignore"),
+    keeping the offset map. Fragments that are words of their own stay apart unless joined they
+    form a listed word, so ordinary prose is left alone."""
+    text = view.text
+    ms = []
+    pos = 0
+    while True:
+        m = _SPLIT_PAIR.search(text, pos)
+        if m is None:
+            break
+        if m.group(1) + m.group(2) in words:
+            ms.append(m)
+            pos = m.end()
+        else:
+            pos = m.start(2)  # the second fragment may start the next pair
+    if not ms:
+        return view
+    t2, m2 = apply_rewrite(text, view.omap, _SPLIT_PAIR, lambda m: m.group(1) + m.group(2), matches=ms)
+    return View(t2, m2, view.orig_len)

@@ -1,0 +1,367 @@
+"""Injection rules framed as *action × target*, as data (issue 15).
+
+Owns the synonym tables and the framing test. A rule here is not a sentence: it is an act
+(disregard, replace, reveal, escalate, disable, forge, coerce, rush) aimed at a target class
+(rules, prompt, history, configuration, permissions, approvals, identity), in English and
+Chinese. ``build_rules()`` turns the tables into regexes; every regex starts at a literal
+word of the table (so ``PatternSet`` can gate it), and runs on the normalised view (NFKC,
+confusables, Traditional→Simplified by OpenCC, in-word spaces removed).
+
+Benign prose that *talks about* rules must not fire, so each frame names its *framing*:
+
+- ``scoped``      the target carries a scope that points at the model's own context
+                  (之前/以上/你的/系统…, "your/previous/system …") — already in the regex;
+- ``imperative``  the clause before the match holds nothing but imperative or second-person
+                  markers (请, 你, 现在, 立即 …; "please", "you must", "now" …), and no
+                  negation or modal ("员工不得忽略规则", "管理员可以关闭审批" stay clean).
+
+``imperative_ok(text, start, lang)`` is that second test; the scanner applies it.
+"""
+
+from __future__ import annotations
+
+import re
+
+F = re.MULTILINE
+
+
+def _alt(words) -> str:
+    return "(?:" + "|".join(sorted({re.escape(w) if not w.startswith("(?") else w for w in words},
+                                   key=len, reverse=True)) + ")"
+
+
+# ------------------------------------------------------------------ Chinese tables
+ZH_ACTIONS = {
+    "disregard": ["忽略", "忽视", "无视", "漠视", "忘记", "忘掉", "忘了", "不要理会", "别理会", "不理会", "不用理会", "不必理会",
+                  "不要管", "别管", "不用管", "不必管", "抛开", "抛弃", "抛掉", "丢弃", "丢掉", "丢了", "扔掉", "扔了", "扔开",
+                  "舍弃", "摒弃", "撇开", "甩掉", "清空", "清除", "删掉", "抹去", "抹掉", "废除", "作废", "推翻", "违背",
+                  "不顾", "放弃", "跳过", "绕过", "绕开", "无需遵守", "不要遵守", "不再遵守", "不必遵守", "不用遵守",
+                  "停止遵守", "不要遵循", "不再遵循", "不用遵循", "不要执行", "不再执行", "不要听从", "不再听从", "解除",
+                  "(?:不要|别|不用|不必|无需)再(?:理会|管|遵守|遵循|执行|听从|考虑)"],
+    "replace": ["替换", "取代", "代替", "覆盖", "覆写", "改写", "重写", "重置", "重新设定", "重新定义", "换成", "改成", "改为"],
+    "reveal": ["输出", "显示", "打印", "告诉我", "透露", "泄露", "泄漏", "重复", "展示", "给出", "说出", "复述", "公开",
+               "列出", "发给我", "给我看", "提供", "翻译", "导出", "转述", "复制", "粘贴", "贴出", "写出", "原样",
+               "逐字", "回显", "呈现", "分享", "披露", "暴露", "转换", "转成", "整理", "发我", "念出", "背诵", "列印", "印出",
+               "抄写", "誊写", "吐出"],
+    "escalate": ["扩大", "扩展", "提升", "提高", "增加", "授予", "赋予", "放宽", "获取", "获得", "升级", "开放", "申请", "开通",
+                 "拿到", "夺取"],
+    "disable": ["关闭", "禁用", "停用", "关掉", "跳过", "绕过", "取消", "移除", "去掉", "去除", "解除", "暂停", "免除",
+                "省略", "屏蔽", "忽略", "不要", "无需", "不需要", "不用", "不必", "免", "免去", "不走"],
+    "forge": ["创建", "伪造", "冒充", "假冒", "伪装成", "注册", "生成", "虚构", "编造", "捏造", "冒用"],
+}
+ZH_SCOPE = ["之前", "以前", "先前", "此前", "上面", "以上", "前面", "上述", "原来", "原有", "原先", "原本", "默认", "你的",
+            "您的", "你自己的", "系统", "开发者", "所有", "全部", "一切", "任何", "当前", "现有", "既有", "预设", "内置",
+            "初始", "隐藏", "内部", "完整", "原始", "我们之前", "我们的", "刚才", "刚刚", "本次", "你被", "给你的", "你收到的",
+            "你所", "你自己"]
+ZH_TARGETS = {
+    "rules": ["规则", "指令", "指示", "说明", "指引", "命令", "限制", "约束", "准则", "守则", "规定", "政策", "策略", "规范", "设定",
+              "安全策略", "审查", "过滤", "底线", "束缚", "条条框框", "规矩", "道德", "伦理", "要求", "框架", "原则"],
+    "prompt": ["提示词", "系统提示", "提示语", "提示", "prompt", "系统消息", "系统指令", "初始指令", "人设", "预设", "设定"],
+    "history": ["对话", "聊天记录", "对话记录", "历史记录", "聊天历史", "会话", "上下文", "消息记录", "历史消息",
+                "对话历史", "会话记录", "聊天内容", "对话内容"],
+    "config": ["配置", "设置", "初始设置", "配置文件", "环境变量", "参数", "内部设定", "后台设定", "系统设置"],
+    "permissions": ["权限", "访问权限", "管理员权限", "root权限", "特权", "权限范围", "访问范围", "授权范围", "读写权限"],
+    "approvals": ["审批", "审核", "人工审核", "人工确认", "二次确认", "确认步骤", "确认", "批准", "审批流程", "安全检查",
+                  "检查", "验证", "校验", "告警", "监控", "审计", "安全审查", "权限检查", "沙箱", "签名验证", "复核"],
+    "identity": ["身份", "账号", "账户", "用户", "管理员", "用户名"],
+}
+# clause markers that keep a clause imperative / addressed to the model
+ZH_IMPERATIVE = ["请你", "请您", "请", "你们", "你", "您", "现在", "立即", "立刻", "马上", "赶紧", "赶快", "尽快", "直接",
+                 "先", "再", "然后", "接着", "并且", "并", "同时", "悄悄地", "悄悄", "偷偷地", "偷偷", "默默地", "默默",
+                 "自动", "逐步", "一步步地", "一步步", "一步一步地", "一步一步", "逐渐", "务必", "必须", "一定要", "一定",
+                 "需要", "要", "应该", "应", "就", "都", "全部", "统统", "一律", "帮我", "给我", "替我", "快", "也",
+                 "还", "从现在开始", "从现在起", "从此", "接下来", "今后", "以后", "始终", "总是", "永远", "彻底", "完全",
+                 "只", "只管", "只需", "可以直接", "马上就", "好好", "记得", "记住", "注意", "重要", "紧急", "立马",
+                 "把", "将", "给自己", "为自己", "自行", "擅自", "私下", "顺便", "另外", "最后", "第一步", "第二步",
+                 "首先", "其次", "下一步", "一次性", "全都", "都给我", "ai", "助手", "模型", "代理", "智能体",
+                 "please", "pls", "plz", "now", "ok", "okay", "hi", "hey",
+                 # pretexts that keep the clause an order: 以JSON格式…, 为了存档…, 用英文…
+                 "(?:以|用|按|按照)[^，。！？\n]{0,10}?(?:格式|形式|方式|语言|文)", "(?:为了|为)(?![^，。！？\n]{0,10}?(?:防止|避免|有人|他人|别人))[^，。！？\n]{1,10}?",
+                 # adverbs (原封不动地, 一字不漏地, 悄无声息地) and scopes of the order (以后所有操作, 今后一切请求)
+                 "(?:[\u4e00-\u9fff]{1,6}地)", "(?:对(?:你|您))", "现在起", "今天起", "即日起", "从今天起",
+                 "(?:所有|一切|全部|任何)(?:的)?(?:操作|请求|任务|变更|命令|步骤)(?:都|一律|均)?"]
+ZH_CLAUSE_DELIMS = "，。！？；：,.!?;:\n、“”\"'（）()[]【】<>《》「」『』—…~～|#*-"
+
+# ------------------------------------------------------------------ English tables
+EN_ACTIONS = {
+    "disregard": ["ignore", "disregard", "forget", "discard", "drop", "ditch", "scrap", "toss", "throw away", "throw out",
+                  "get rid of", "wipe", "erase", "purge", "clear", "abandon", "dismiss", "set aside", "put aside",
+                  "throw overboard", "abolish", "cancel", "nullify", "void", "bin", "dump", "unlearn", "shed", "delete"],
+    "replace": ["replace", "overwrite", "swap", "substitute", "supersede", "reset", "rewrite", "redefine", "reprogram"],
+    "reveal": ["translate", "export", "convert", "transcribe", "summarize", "summarise", "paraphrase", "copy", "dump",
+               "print", "output", "reveal", "show", "display", "repeat", "recite", "list", "paste", "leak", "disclose",
+               "write out", "spell out", "render", "encode", "serialize", "serialise", "format"],
+    "escalate": ["escalate", "expand", "widen", "broaden", "extend", "increase", "elevate", "raise", "grant", "give",
+                 "upgrade", "add", "assign"],
+    "disable": ["disable", "turn off", "switch off", "skip", "bypass", "remove", "deactivate", "suspend", "circumvent",
+                "short-circuit", "auto-approve", "silence", "mute", "override", "kill", "stop"],
+    "forge": ["create", "make", "register", "spin up", "generate", "fabricate", "forge", "invent", "set up", "open"],
+}
+EN_SCOPE = ["your", "your own", "the system", "system", "previous", "prior", "preceding", "earlier", "above", "initial",
+            "original", "hidden", "internal", "all", "all of your", "any", "every", "existing", "current", "default",
+            "built-in", "developer", "our", "this", "the entire", "the whole", "the full", "the complete", "full",
+            "entire", "complete"]
+EN_TARGETS = {
+    "rules": ["instructions", "instruction", "rules", "guidelines", "directives", "constraints", "restrictions", "policies",
+              "policy", "guardrails", "safeguards", "programming", "principles", "limitations", "filters", "orders"],
+    "prompt": ["system prompt", "prompt", "prompts", "system message", "initial prompt", "pre-prompt", "preprompt",
+               "instructions", "configuration prompt"],
+    "history": ["conversation", "chat history", "conversation history", "message history", "chat log", "chat logs",
+                "context", "context window", "messages", "transcript", "dialogue", "dialog", "session"],
+    "config": ["configuration", "config", "settings", "setup", "environment variables", "system settings"],
+    "permissions": ["permissions", "permission", "privileges", "privilege", "access rights", "access level", "access",
+                    "scopes", "admin rights", "role", "rights"],
+    "approvals": ["approvals", "approval", "approval step", "approval steps", "confirmations", "confirmation",
+                  "confirmation prompts", "human review", "human-in-the-loop", "review", "reviews", "sign-off",
+                  "safety checks", "checks", "verification", "validation", "guardrails", "monitoring", "logging",
+                  "audit logging", "alerts", "sandbox"],
+    "identity": ["identity", "identities", "account", "accounts", "persona", "personas", "user", "users", "profile",
+                 "profiles", "credentials"],
+}
+EN_IMPERATIVE = ["please", "now", "immediately", "right now", "just", "simply", "you", "you must", "you should",
+                 "you will", "you need to", "you have to", "you are to", "you're to", "must", "then", "and", "also",
+                 "first", "next", "finally", "quietly", "silently", "gradually", "step by step", "always", "from now on",
+                 "kindly", "go ahead and", "i want you to", "i need you to", "i order you to", "i command you to",
+                 "assistant", "ai", "agent", "model", "so", "and then", "also", "secretly", "automatically",
+                 "without asking", "urgent", "important", "note", "ok", "okay", "now,", "hey"]
+EN_CLAUSE_DELIMS = ".!?;:\n\"“”()[]<>*#|-–—"
+
+
+_ZH_IMP_RE = re.compile("^(?:" + _alt(ZH_IMPERATIVE) + r"|\s|\d|[a-z]\.|[，,])*$")
+_EN_IMP_RE = re.compile(r"^(?:\b" + _alt(EN_IMPERATIVE) + r"\b|\bfor\s+(?:the\s+|our\s+|a\s+|your\s+)?[a-z]+(?:\s+purposes?)?\b|[\s,]|\d)*$")
+_ZH_DELIM_SET = set(ZH_CLAUSE_DELIMS)
+_ZH_SOFT_DELIMS = set("，,、；;")
+_ZH_OPENER = re.compile(r"^(?:请|你|您|现在|立即|立刻|马上|务必|必须|先|首先|然后|接着|再|记住|注意|听着|好的|不要|别|把|将|帮我|给我|"
+                        r"从现在|接下来|今后|以后|为了|对你|忽略|忘记|无视|please|now)")
+_EN_DELIM_SET = set(EN_CLAUSE_DELIMS)
+
+
+def imperative_ok(text: str, start: int, lang: str, lookback: int = 40) -> bool:
+    """True when the clause before ``start`` holds only imperative / second-person markers."""
+    lo = max(0, start - lookback)
+    delims = _ZH_DELIM_SET if lang == "zh" else _EN_DELIM_SET
+    i = start - 1
+    while i >= lo and text[i] not in delims:
+        i -= 1
+    if i < lo and lo > 0:
+        return False  # clause longer than the look-back: prose, not an order
+    prefix = text[i + 1:start].strip()
+    if lang == "zh":
+        if not prefix and i >= 0 and text[i] in _ZH_SOFT_DELIMS:
+            # Chinese drops the subject of a continuing clause ("…悬吊于树上，伪装成自缢"): an empty clause
+            # prefix after a comma is an order only when the clause before it opens like one
+            j = i - 1
+            while j >= max(0, i - lookback) and text[j] not in delims:
+                j -= 1
+            prev = text[j + 1:i].strip()
+            return len(prev) <= 4 or bool(_ZH_OPENER.match(prev))
+        return bool(_ZH_IMP_RE.match(prefix))
+    return bool(_EN_IMP_RE.match(prefix))
+
+
+# ------------------------------------------------------------------ frames → regexes
+_S = r"[^。！？!?\n]"  # within one sentence (Chinese)
+
+
+def _zh(action: str, target_classes: list[str], *, gap: int = 6, scoped: bool = True) -> str:
+    tgt = _alt([w for c in target_classes for w in ZH_TARGETS[c]])
+    act = _alt(ZH_ACTIONS[action])
+    scope = _alt(ZH_SCOPE)
+    if scoped:
+        return act + r"掉?" + _S + "{0,%d}?" % gap + scope + r"(?:的)?" + _S + "{0,6}?" + tgt
+    return act + r"掉?(?:所有|全部|一切|任何|整个)?(?:的)?" + tgt
+
+
+def _zh_ba(action: str, target_classes: list[str]) -> str:
+    """把/将 + (scope) target + … + action: 把之前的指令全部丢掉."""
+    tgt = _alt([w for c in target_classes for w in ZH_TARGETS[c]])
+    return (r"(?:把|将)" + _S + "{0,4}?" + _alt(ZH_SCOPE) + r"(?:的)?" + _S + "{0,4}?" + tgt + _S + "{0,8}?"
+            + _alt(ZH_ACTIONS[action]))
+
+
+_ZH_REVEAL_SCOPE = ["你的", "您的", "你自己的", "我们之前的", "我们之前", "之前的", "以上的", "以上", "上面的", "前面的", "先前的",
+                    "此前的", "全部的", "所有的", "完整的", "原始的", "初始的", "隐藏的", "内部的", "系统", "后台", "刚才的", "本次的",
+                    "这次的", "这次", "这段", "整个", "整段"]
+_ZH_HIGH_PRIV = ["管理员权限", "root权限", "root", "最高权限", "超级管理员", "超级权限", "全部权限", "所有权限", "特权",
+                 "完全控制权", "完全访问权限", "sudo权限", "系统权限"]
+_ZH_HISTORY_SCOPE = ["我们之前的", "我们之前", "我们刚才的", "我们刚才", "我们的", "你的", "以上的", "以上", "上面的", "前面的",
+                     "全部的", "所有的", "完整的", "刚才的", "本次的", "和你的", "与你的", "跟你的",
+                     "这次的", "这次", "这段", "整个", "整段"]
+ZH_URGENT = (r"(?:(?:立即|立刻|马上|赶紧|赶快|尽快|直接|立马|火速|速速)(?:去|给我)?(?:执行|运行|操作|照做|处理|转账|付款|支付|删除|发送|部署|"
+             r"提交|批准|通过|安装)|照做就(?:行|好|是)|照做即可|按我说的(?:做|办)就(?:行|好)|来不及(?:解释|确认|核实)了?)")
+ZH_NOCHECK = (r"(?:不要|别|不用|不必|无需|不需要|不许|跳过|省略|省去|来不及)(?:再)?(?:跟|和|向|与|找)?"
+              r"(?:任何人|别人|他人|用户|上级|领导|主管|老板)?(?:做)?(?:任何)?(?:检查|核实|核对|确认|验证|审核|询问|"
+              r"思考|犹豫|质疑|考虑|复核|多问|问为什么|请示|汇报|通知)")
+
+# (rule, severity, message, pattern, framing) — framing "scoped" | "imperative"
+ZH_FRAMES: list[tuple[str, str, str, str, str]] = [
+    ("injection.override", "high", "忽略/丢弃先前或系统规则（动作×目标）", _zh("disregard", ["rules", "prompt"]), "scoped"),
+    ("injection.override", "high", "把…规则丢掉（动作×目标）", _zh_ba("disregard", ["rules", "prompt"]), "scoped"),
+    ("injection.override", "high", "忽略/丢弃规则（祈使）", _zh("disregard", ["rules", "prompt"], scoped=False), "imperative"),
+    ("injection.override", "high", "规则…视而不见/抛诸脑后（目标×动作）",
+     _alt(ZH_SCOPE) + r"(?:的)?" + _S + "{0,6}?" + _alt(["指令", "指示", "提示词", "提示", "设定", "规则", "限制", "约束", "规矩", "条条框框", "准则"])
+     + _S + "{0,8}?" + _alt(["视而不见", "抛诸脑后", "抛到脑后", "置之不理", "当没看到", "当作没看到", "当没看见", "当作没看见",
+                          "当作不存在", "当不存在", "不用管了", "别管了", "不要管了", "忘了吧", "忘掉吧", "一笔勾销", "不必理会",
+                          "不用理会", "可以不管", "都不算"]), "imperative"),
+    ("injection.new-instructions", "high", "以我说的为准",
+     r"以我(?:说的|的话|的指令|的命令|的要求|的新指令|下面说的|接下来说的)为准|"
+     r"以(?:下面|以下|下列|接下来)的?(?:新)?(?:指令|命令|指示|提示词|设定)为准", "imperative"),
+    ("injection.new-instructions", "high", "替换系统提示词/规则（动作×目标）", _zh("replace", ["rules", "prompt"]), "scoped"),
+    ("injection.new-instructions", "high", "把…规则替换掉（动作×目标）", _zh_ba("replace", ["rules", "prompt"]), "scoped"),
+    ("injection.new-instructions", "high", "规则已被替换",
+     _alt(["你的", "您的", "系统", "原有", "原来", "之前", "以上", "当前"]) + r"(?:的)?" + _alt(ZH_TARGETS["rules"] + ZH_TARGETS["prompt"])
+     + r"(?:已经|已|现已|现在)?(?:被)?" + _alt(["替换", "更新", "覆盖", "重置", "修改", "更改", "改写"]) + r"(?:为|成|了)", "scoped"),
+    ("injection.disclosure", "high", "索取提示词/规则（动作×目标）",
+     _alt(ZH_ACTIONS["reveal"]) + _S + "{0,6}?" + _alt(_ZH_REVEAL_SCOPE) + r"(?:的)?" + _S + "{0,4}?"
+     + _alt(ZH_TARGETS["prompt"] + ["规则", "指令", "设定", "限制"]), "imperative"),
+    ("injection.disclosure", "high", "索取与模型的对话记录（动作×目标）",
+     _alt(ZH_ACTIONS["reveal"]) + _S + "{0,6}?" + _alt(_ZH_HISTORY_SCOPE) + r"(?:的)?" + _S + "{0,4}?"
+     + _alt(ZH_TARGETS["history"]), "imperative"),
+    ("injection.disclosure", "high", "索取系统配置（动作×目标）",
+     _alt(ZH_ACTIONS["reveal"]) + _S + "{0,6}?" + _alt(["系统", "后台", "内部", "隐藏的", "初始", "完整的系统", "你的系统", "你的内部", "你的全部", "你的完整", "你全部的",
+            "你完整的", "你所有的", "你的所有", "您的全部", "您的完整"])
+     + r"(?:的)?" + _alt(ZH_TARGETS["config"]), "imperative"),
+    ("injection.disclosure", "high", "把…对话/提示词翻译或导出（借口）",
+     r"(?:把|将)" + _S + "{0,4}?" + _alt(_ZH_REVEAL_SCOPE) + r"(?:的)?" + _S + "{0,4}?"
+     + _alt(ZH_TARGETS["prompt"] + ZH_TARGETS["history"] + ["规则", "指令", "系统配置", "内部配置", "系统设置", "全部配置",
+                                                              "完整配置", "所有配置"])
+     + _S + "{0,10}?" + _alt(ZH_ACTIONS["reveal"] + ["发", "发到", "写成", "做成", "转为", "整理成"]), "imperative"),
+    ("injection.coercion", "high", "不许拒绝/必须回答所有问题",
+     r"(?:不要|不许|不准|不能|不得|不可以|禁止|绝不|绝对不要|永远不要|别|不可)(?:再)?(?:拒绝|推辞|回避|拒答)|"
+     r"(?:必须|一定要|务必|都要|都得|都必须|要)(?:如实|完整|详细|直接)?(?:地)?回答(?:我的)?(?:所有|每一个|每个|任何|一切)(?:的)?(?:问题|提问|请求)|"
+     r"(?:无论|不管|不论)" + _S + r"{0,10}?(?:都|也)(?:要|必须|得|会)(?:如实|直接|完整)?(?:地)?(?:回答|回复|照做|满足|执行)|"
+     r"(?:没有|无权|不能|不可以|不许)(?:拒绝|说不)(?:的)?(?:权利|权力|选项|余地|资格)|拒绝(?:是|都是)?(?:不被允许|不允许|不可接受|不被接受|无效)", "imperative"),
+    ("injection.urgency", "high", "催促立即执行且不要检查",
+     ZH_URGENT + _S + "{0,12}?" + ZH_NOCHECK + "|" + ZH_NOCHECK + _S + "{0,12}?" + ZH_URGENT, "any"),
+    ("injection.agent-manipulation", "high", "扩大/提升自己的权限（祈使）",
+     _alt(ZH_ACTIONS["escalate"]) + r"(?:自己|你自己|你|自身|代理|智能体)(?:的)?" + _S + "{0,6}?" + _alt(ZH_TARGETS["permissions"]) + "|"
+     + _alt(ZH_ACTIONS["escalate"]) + r"(?:到|至|为)?" + _S + "{0,4}?" + _alt(_ZH_HIGH_PRIV), "imperative"),
+    ("injection.agent-manipulation", "high", "逐步/悄悄提权",
+     r"(?:逐步|一步步地?|一步一步地?|慢慢地?|悄悄地?|偷偷地?|自行|给自己|为自己)" + _S + "{0,10}?(?:"
+     + _alt(ZH_ACTIONS["escalate"]) + _S + "{0,6}?" + _alt(ZH_TARGETS["permissions"]) + r"|提权)|提权到", "any"),
+    ("injection.agent-manipulation", "high", "关闭审批/确认（祈使）",
+     _alt(ZH_ACTIONS["disable"]) + r"(?:掉)?(?:所有|全部|一切|任何|这些|那些|现有)?(?:的)?(?:人工|用户|安全|管理员)?(?:的)?"
+     + _alt(ZH_TARGETS["approvals"]) + r"(?:流程|步骤|环节|机制|功能|提示)?", "imperative"),
+    ("injection.agent-manipulation", "high", "把权限提升（祈使）",
+     r"(?:把|将)(?:自己|你|你自己|代理|该账号|这个账号)(?:的)?(?:所有的?|全部的?)?" + _alt(ZH_TARGETS["permissions"]) + _S + "{0,6}?"
+     + _alt(ZH_ACTIONS["escalate"]), "imperative"),
+    ("injection.agent-manipulation", "high", "把审批关掉（祈使）",
+     r"(?:把|将)(?:所有的?|全部的?|这些|那些|现有的?)?(?:人工|用户|安全|管理员)?(?:的)?" + _alt(ZH_TARGETS["approvals"])
+     + r"(?:流程|步骤|环节|机制|功能|提示)?" + _S + "{0,4}?" + _alt(["跳过", "关闭", "关掉", "绕过", "取消", "去掉", "禁用", "停用", "省略", "屏蔽"]),
+     "imperative"),
+    ("injection.agent-manipulation", "high", "创建虚假身份（祈使）",
+     _alt(ZH_ACTIONS["forge"]) + r"(?:一个|多个|若干|一批|几个|一些|新的)?" + _S + "{0,4}?"
+     + r"(?:虚假|假的?|伪造的?|虚拟的?|匿名的?|冒名的?|他人的?|别人的?|管理员的?)(?:的)?" + _alt(ZH_TARGETS["identity"]), "imperative"),
+    ("injection.agent-manipulation", "high", "冒充身份", r"(?:冒充|假冒|冒用|伪装成|假扮|冒名顶替|顶替)", "imperative"),
+    ("injection.agent-manipulation", "high", "批量注册小号", r"(?:批量注册|批量创建|批量申请|大量注册|大量创建|注册|创建|申请|开)(?:一批|一些|几个|多个|大量|若干)?"
+     r"(?:小号|马甲|假号|水军账号|僵尸号|虚拟账号|傀儡账号)", "imperative"),
+]
+
+EN_FRAMES: list[tuple[str, str, str, str, str]] = [
+    ("injection.override", "high", "discard/replace the model's rules (action × target)",
+     r"\b" + _alt(EN_ACTIONS["disregard"] + EN_ACTIONS["replace"]) + r"\s+(?:(?:of|with|away)\s+)?"
+     + _alt(["your", "your own", "the system", "all your", "all of your", "all the", "all previous", "all prior", "the previous",
+             "the prior", "the above", "the earlier", "the original", "the initial", "any previous", "any prior", "these",
+             "those", "the existing", "your current", "your default", "your built-in"])
+     + r"\s+(?:\w+\s+){0,2}?" + _alt(EN_TARGETS["rules"] + EN_TARGETS["prompt"]) + r"\b|"
+     r"\b" + _alt(EN_ACTIONS["disregard"]) + r"\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+)?(?:text|content|contents|words|messages|input|"
+     r"lines|stuff)\s+(?:before|above|prior\s+to|preceding)\s*(?:this|here|now|it)?\b", "imperative"),
+    ("injection.disclosure", "high", "reveal history/prompt under a pretext (action × target)",
+     r"\b" + _alt(EN_ACTIONS["reveal"]) + r"\s+(?:\w+\s+){0,2}?"
+     + _alt(["your", "your own", "the system", "our previous", "our earlier", "our entire", "the previous", "the earlier",
+             "the above", "the preceding", "all previous", "all the previous", "your full", "your entire", "your complete",
+             "your initial", "your hidden", "your internal", "everything in your", "all of your"])
+     + r"\s+(?:\w+\s+){0,1}?" + _alt(EN_TARGETS["prompt"] + EN_TARGETS["history"] + ["rules", "guidelines", "directives"])
+     + r"\b", "imperative"),
+    ("injection.override", "high", "discard the rules the model was given (target, then scope)",
+     r"\b" + _alt(EN_ACTIONS["disregard"]) + r"\s+(?:out\s+|away\s+)?(?:the\s+|all\s+the\s+|any\s+|those\s+)?"
+     + _alt(EN_TARGETS["rules"] + EN_TARGETS["prompt"]) + r"\s+(?:that\s+)?(?:you\s+(?:were|have\s+been|got)\s+given|you'?ve\s+been\s+given|"
+     r"you\s+(?:received|were\s+trained\s+on|have|follow)|given\s+to\s+you|above|so\s+far)\b", "imperative"),
+    ("injection.override", "high", "act as if the rules did not exist",
+     r"\b(?:act|behave|pretend|respond|answer|proceed|continue)\s+(?:as\s+(?:if|though)|like)\s+(?:your|the|all|any|there\s+(?:are|were))\s+"
+     r"(?:\w+\s+){0,2}?" + _alt(EN_TARGETS["rules"]) + r"\s+(?:don'?t|do\s+not|did\s+not|didn'?t|no\s+longer|never)\s+(?:exist|apply|matter|count)|"
+     r"\byour\s+(?:\w+\s+){0,2}?" + _alt(EN_TARGETS["rules"]) + r"\s+(?:no\s+longer|don'?t|do\s+not)\s+(?:apply|exist|matter|count)\b", "imperative"),
+    ("injection.agent-manipulation", "high", "approve everything automatically (imperative)",
+     r"\b(?:auto-?approve|automatically\s+approve|approve|accept|merge|sign\s+off\s+on)\s+(?:all|every|each|any)\s+(?:\w+\s+){0,2}?"
+     r"(?:requests?|changes?|transactions?|payments?|transfers?|pull\s+requests?|prs?|actions?|tool\s+calls?|commands?|invoices?)\b", "imperative"),
+    ("injection.disclosure", "high", "reveal the conversation / prompt (target, then scope)",
+     r"\b" + _alt(EN_ACTIONS["reveal"]) + r"\s+(?:back\s+)?(?:the|our|all\s+the|the\s+entire|the\s+whole|the\s+full)\s+"
+     + _alt(EN_TARGETS["prompt"] + EN_TARGETS["history"]) + r"\s+(?:above|so\s+far|before\s+this|up\s+to\s+now|until\s+now|"
+     r"verbatim|word\s+for\s+word|you\s+(?:were|have\s+been)\s+given|given\s+to\s+you|(?:at|from)\s+the\s+(?:start|beginning))\b",
+     "imperative"),
+    ("injection.override", "high", "disregard what the model was told",
+     r"\b" + _alt(EN_ACTIONS["disregard"]) + r"\s+(?:about\s+)?(?:what|everything|anything|all|whatever)\s+(?:that\s+)?"
+     r"(?:you\s+were|you'?ve\s+been|you\s+have\s+been|you\s+got|i|we|they|the\s+developers?)\s+(?:\w+\s+)?"
+     r"(?:told|given|instructed|said|taught|programmed|asked)\b", "imperative"),
+    ("injection.disclosure", "high", "reveal the system configuration",
+     r"\b" + _alt(EN_ACTIONS["reveal"]) + r"\s+(?:\w+\s+){0,2}?(?:your|the)\s+(?:hidden|internal|system|initial|full\s+system)\s+"
+     + _alt(EN_TARGETS["config"]) + r"\b", "imperative"),
+    ("injection.coercion", "high", "do not refuse / answer every question",
+     r"\b(?:do\s+not|don'?t|never|you\s+(?:must|can|may|will|shall)\s+not|you\s+(?:can'?t|cannot|won'?t))\s+"
+     r"(?:ever\s+)?(?:refuse|decline|reject|deny)\b|"
+     r"\b(?:must|have\s+to|will|shall|need\s+to)\s+(?:always\s+)?(?:answer|respond\s+to|reply\s+to|comply\s+with|fulfil+)\s+"
+     r"(?:every|each|all|any)(?:\s+(?:single|one))?\s+(?:of\s+my\s+)?(?:question|request|prompt|query|instruction|command)s?\b|"
+     r"\brefus(?:ing|als?)\s+(?:is|are)\s+not\s+(?:allowed|permitted|an\s+option|acceptable)\b|"
+     r"\byou\s+(?:have|get)\s+no\s+(?:right|option|choice|permission)\s+to\s+(?:refuse|decline|say\s+no)\b", "imperative"),
+    ("injection.urgency", "high", "act immediately without checking",
+     r"\b(?:immediately|right\s+now|right\s+away|at\s+once|now|asap|urgently|without\s+delay)\b[^.\n]{0,40}?\b(?:without|no|skip(?:ping)?|"
+     r"don'?t|do\s+not)\s+(?:any\s+)?(?:further\s+)?(?:check(?:ing|s)?|verif(?:y|ying|ication)|confirm(?:ing|ation)?|review(?:ing)?|"
+     r"validat(?:e|ing|ion)|approval|asking|question(?:ing|s)?|double-check(?:ing)?)\b|"
+     r"\b(?:without|no|skip(?:ping)?|don'?t|do\s+not)\s+(?:any\s+)?(?:check(?:ing|s)?|verif(?:y|ying|ication)|confirm(?:ing|ation)?|"
+     r"review(?:ing)?|approval|double-check(?:ing)?)\b[^.\n]{0,30}?\b(?:execute|run|transfer|pay|send|delete|deploy|approve|proceed)\b"
+     r"[^.\n]{0,20}?\b(?:immediately|right\s+now|right\s+away|at\s+once|now|asap)\b", "any"),
+    ("injection.agent-manipulation", "high", "widen permissions (imperative)",
+     r"\b" + _alt(EN_ACTIONS["escalate"]) + r"\s+(?:yourself|your(?:\s+own)?|this\s+agent'?s?|the\s+agent'?s?|my|me)\s+(?:\w+\s+){0,2}?"
+     + _alt(["admin", "administrator", "root", "superuser", "elevated", "full", "write", "unrestricted", "more", "additional",
+             "broader", "wider", "higher"]) + r"\s+(?:\w+\s+){0,1}?" + _alt(EN_TARGETS["permissions"]) + r"\b|"
+     r"\b" + _alt(EN_ACTIONS["escalate"]) + r"\s+(?:your|the\s+agent'?s?|this\s+agent'?s?)\s+(?:own\s+)?"
+     + _alt(["permissions", "privileges", "access", "scopes", "access rights", "access level", "role"])
+     + r"\b[^.\n]{0,40}?\b(?:step\s+by\s+step|gradually|incrementally|one\s+(?:step|level)\s+at\s+a\s+time|little\s+by\s+little|"
+       r"without\s+(?:asking|approval|telling)|to\s+(?:admin|root|full))", "imperative"),
+    ("injection.agent-manipulation", "high", "switch off approvals (imperative)",
+     r"\b" + _alt(EN_ACTIONS["disable"]) + r"\s+(?:all\s+|any\s+|the\s+|your\s+|every\s+)?(?:human\s+|user\s+|manual\s+|safety\s+|security\s+)?"
+     + _alt(["approvals", "approval", "approval step", "approval steps", "approval prompts", "confirmations", "confirmation",
+             "confirmation prompts", "confirmation step", "human review", "human-in-the-loop", "review step", "sign-off",
+             "safety checks", "security checks", "verification step", "audit logging", "logging", "monitoring", "sandbox",
+             "sandboxing"]) + r"\b", "imperative"),
+    ("injection.agent-manipulation", "high", "create fake identities (imperative)",
+     r"\b" + _alt(EN_ACTIONS["forge"]) + r"\s+(?:a\s+|an\s+|some\s+|several\s+|multiple\s+|many\s+|\d+\s+|new\s+|few\s+|bunch\s+of\s+|"
+     r"couple\s+(?:of\s+)?|lots\s+of\s+|dozens\s+of\s+|hundreds\s+of\s+)*"
+     + _alt(["fake", "false", "forged", "fictitious", "fraudulent", "sock-?puppet", "throwaway", "impersonated", "spoofed"])
+     + r"\s+(?:\w+\s+){0,1}?" + _alt(EN_TARGETS["identity"] + ["admin accounts", "reviewers", "users"]) + r"\b|"
+     r"\b(?:impersonate|pose\s+as|masquerade\s+as|pretend\s+to\s+be)\s+(?:the\s+|an?\s+|my\s+)?"
+     r"(?:admin(?:istrator)?|system\s+administrator|developer|operator|security\s+team|it\s+department|ceo|manager|user)\b", "imperative"),
+]
+
+
+def build_rules(frames) -> list[tuple[str, str, str, re.Pattern, str]]:
+    return [(rule, sev, msg, re.compile(pat, F), framing) for rule, sev, msg, pat, framing in frames]
+
+
+# words that are often split by an inserted space ("ig nore", "instruc tions"); the normaliser
+# joins two adjacent fragments when their concatenation is one of these
+SPLIT_WORDS = frozenset(
+    w for words in list(EN_ACTIONS.values()) + list(EN_TARGETS.values()) for w in words if " " not in w and len(w) >= 5
+) | frozenset(["previous", "system", "prompt", "instructions", "above", "earlier", "disregard", "jailbreak",
+               "developer", "unrestricted", "restrictions", "override", "bypass", "confidential", "password"])
+
+
+_ZH_NEG = re.compile(r"(?:不要|不得|不能|切勿|请勿|禁止|别|勿|不可|不应|不应该|严禁|避免|防止|以免|不准|不许|绝不|从不|不会|并未|没有|未|不)\s*$")
+_EN_NEG = re.compile(r"(?:\bdon'?t|\bdo\s+not|\bnever|\bmust\s+not|\bshould\s+not|\bshouldn'?t|\bnot|\bcannot|\bcan'?t|"
+                     r"\bwon'?t|\bavoid|\bwithout|\bno)\s*$")
+_ZH_ADDRESSEE = re.compile(r"你|您|系统|开发者|ai|助手|模型|智能体|代理")
+
+
+def framing_ok(text: str, start: int, end: int, framing: str, lang: str) -> bool:
+    """Apply a frame's framing test to the match ``text[start:end]`` (see the module doc)."""
+    before = text[max(0, start - 8):start]
+    if (_ZH_NEG if lang == "zh" else _EN_NEG).search(before):
+        return False  # "不要忽略之前的规则", "do not ignore the rules": the opposite of an attack
+    if framing == "any":
+        return True
+    if imperative_ok(text, start, lang):
+        return True
+    if framing == "scoped" and lang == "zh":
+        s = max(text.rfind("。", 0, start), text.rfind("\n", 0, start)) + 1
+        return bool(_ZH_ADDRESSEE.search(text, s, end))
+    return False

@@ -128,6 +128,7 @@ RULES: dict[str, Rule] = {
     "project.type": knowledge_type,
     "project.trust": one_of("unreviewed", "user-confirmed", "official", "external"),
     "project.grounding": one_of("none", "recommended", "required"),
+    "project.stale_after_documents": at_least(0, " (0 = the overview never counts as stale)"),
     "service.settle_seconds": at_least(0),
     "service.polling": AUTO_OR_BOOL,
     "service.poll_interval_seconds": positive,
@@ -180,6 +181,7 @@ FREE_FORM = {
     "pipeline.disable": "plugin names as kbwatch plugins --all prints them (the dotted plugins.<name> also works); an unknown name disables nothing",
     "stages.parse.ocr": "true or false",
     "stages.scan.redact": "true or false",
+    "ask.record_runs": "true or false",
     "stages.scan.allow_rules": "rule ids or patterns",
     "stages.scan.allow_fingerprints": "finding fingerprints",
 }

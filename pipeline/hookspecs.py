@@ -31,6 +31,8 @@ Threads and processes (what an implementation must tolerate)::
     kb_register_commands  no                     no
     kb_document_removed   no (one writer)        no
     kb_project_changed    no (one writer)        no
+    kb_query              yes (MCP tool threads) no
+    kb_read_document      yes (MCP tool threads) no
 
 "Concurrently" means from several runner threads of one process at once
 (``[service] workers`` + 1 threads and one large-text thread, plus short-lived
@@ -304,6 +306,9 @@ def kb_read_document(kb: Any, project: Path, citation: str) -> dict | None:
     """The lines a citation names: ``parsed/x.md``, ``parsed/x.md#L12-L40``, or a
     page/sheet/slide anchor (``parsed/x.md#page=3``, ``parsed/x.md (page 3)``).
 
+    :param kb: the open :class:`kbwatch.pipeline.kb.KnowledgeBase`.
+    :param project: the project folder.
+    :param citation: the citation as a query answer gave it, or typed by hand.
     :returns: ``{"path", "anchor", "start_line", "end_line", "text"}`` with
         ``text`` fenced as a query result, or None when no plugin reads
         documents. Raise :class:`kbwatch.pipeline.errors.ConfigError` with one

@@ -45,13 +45,17 @@ def assert_valid(record):
 def test_ask_ranks_and_cites(kb, cli):
     result = cli("ask", "demo", "How does the token bucket limit requests?", "--json")
     assert result.exit_code == 0, result.output
-    record = json.loads(result.output)
+    answer = json.loads(result.output)
+    record = answer["record"]
     assert_valid(record)
+    assert answer["status"] == "ok" and answer["run_id"] == record["run_id"]
+    assert answer["snippets"][0]["path"] == "parsed/rate-limiting.md" and "token bucket" in answer["snippets"][0]["text"]
+    assert answer["selected_files"][0]["score"] > 0
     pack = record["activated_packs"][0]
     assert pack["selected_files"][0] == "parsed/rate-limiting.md"
     assert any(a.startswith("parsed/rate-limiting.md#L") for a in pack["source_anchors"])
-    assert (kb / "runs" / f"{record['run_id']}.json").exists()
-    zh = json.loads(cli("ask", "demo", "王沈是哪里人", "--json").output)
+    assert not (kb / "runs" / f"{record['run_id']}.json").exists()  # only when asked (--record)
+    zh = json.loads(cli("ask", "demo", "王沈是哪里人", "--json").output)["record"]
     assert zh["activated_packs"][0]["selected_files"][0] == "parsed/人物.md"
     text = cli("ask", "demo", "王沈是哪里人").output
     assert text.startswith('<knowledge_pack name="demo" status="ready"')
@@ -60,18 +64,18 @@ def test_ask_ranks_and_cites(kb, cli):
 
 
 def test_explicit_reference_first_and_nothing_found(kb, cli):
-    record = json.loads(cli("ask", "demo", "token bucket? see [[parsed/deploy.md]]", "--json").output)
+    record = json.loads(cli("ask", "demo", "token bucket? see [[parsed/deploy.md]]", "--json").output)["record"]
     assert record["activated_packs"][0]["selected_files"][0] == "parsed/deploy.md"
     empty = cli("ask", "demo", "quantum chromodynamics lattice")
-    assert "Nothing relevant to the question was found" in empty.output
-    rec = json.loads(cli("ask", "demo", "quantum chromodynamics lattice", "--json").output)
+    assert "当前知识库未找到相关内容" in empty.output and "Nothing relevant in this knowledge base" in empty.output
+    rec = json.loads(cli("ask", "demo", "quantum chromodynamics lattice", "--json").output)["record"]
     assert_valid(rec)
     assert rec["activated_packs"][0]["selected_files"] == []
 
 
 def test_budget_and_max_files(kb, cli):
     rec = json.loads(cli("ask", "demo", "gateway token bucket deployment meeting logs", "--json",
-                         "--max-files", "2", "--budget", "600").output)
+                         "--max-files", "2", "--budget", "600").output)["record"]
     assert len(rec["activated_packs"][0]["selected_files"]) <= 2
     text = cli("ask", "demo", "gateway token bucket deployment meeting logs", "--max-files", "2", "--budget", "600").output
     inner = text.split("\n", 1)[1].rsplit("</knowledge_pack>", 1)[0]
@@ -81,7 +85,7 @@ def test_budget_and_max_files(kb, cli):
 def test_flagged_document_excluded_and_fence_holds(kb, cli):
     (kb / "sources" / "hostile.md").write_text(HOSTILE, encoding="utf-8")
     ingest(kb.parent)
-    rec = json.loads(cli("ask", "demo", "gateway token bucket documented", "--json").output)
+    rec = json.loads(cli("ask", "demo", "gateway token bucket documented", "--json").output)["record"]
     assert_valid(rec)
     pack = rec["activated_packs"][0]
     assert "parsed/hostile.md" not in pack["selected_files"]
@@ -162,7 +166,7 @@ def test_data_structure_files_follow_changes(kb, cli, root):
 
 
 def test_remove_keeps_archive_and_leaves_search(kb, cli):
-    before = json.loads(cli("ask", "demo", "blue-green releases", "--json").output)
+    before = json.loads(cli("ask", "demo", "blue-green releases", "--json").output)["record"]
     assert before["activated_packs"][0]["selected_files"][0] == "parsed/deploy.md"
     result = cli("remove", "demo", "deploy.md")
     assert result.exit_code == 0 and "1 archived version(s) kept" in result.output
@@ -172,7 +176,7 @@ def test_remove_keeps_archive_and_leaves_search(kb, cli):
     assert (kb / entry["versions"][0]["archived"]).exists()
     md = (kb / "project.md").read_text(encoding="utf-8")
     assert "| deploy |" not in md and "移除 deploy.md（归档保留）" in md
-    after = json.loads(cli("ask", "demo", "blue-green releases", "--json").output)
+    after = json.loads(cli("ask", "demo", "blue-green releases", "--json").output)["record"]
     assert "parsed/deploy.md" not in after["activated_packs"][0]["selected_files"]
     assert cli("remove", "demo", "deploy").exit_code == 2  # already gone
     # the name is free again
@@ -191,7 +195,7 @@ def test_index_is_rebuildable(kb, cli, root):
     close_indexes()
     result = cli("index", "rebuild")
     assert result.exit_code == 0 and "demo: 4 document(s) indexed" in result.output
-    rec = json.loads(cli("ask", "demo", "token bucket", "--json").output)
+    rec = json.loads(cli("ask", "demo", "token bucket", "--json").output)["record"]
     assert rec["activated_packs"][0]["selected_files"][0] == "parsed/rate-limiting.md"
 
 

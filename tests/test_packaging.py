@@ -104,7 +104,7 @@ def test_wheel_installs_beside_a_distribution_with_generic_names(wheel, tmp_path
     _run([kbwatch, "ingest", "--root", str(root)], env=env, cwd=tmp_path)
     assert (root / "tea" / "parsed" / "green.md").exists()
     answer = _run([kbwatch, "ask", "tea", "steamed sencha", "--json", "--root", str(root)], env=env, cwd=tmp_path)
-    record = json.loads(answer.stdout)
+    record = json.loads(answer.stdout)["record"]
     [pack] = record["activated_packs"]
     assert pack["selected_files"] == ["parsed/green.md"], answer.stdout[:2000]
     # the neighbour is untouched by all this

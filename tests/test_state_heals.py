@@ -122,7 +122,7 @@ def test_corrupt_search_index_is_rebuilt_and_ask_answers(tmp_path):
     ask = kbwatch("ask", "p", "token bucket", "--json", root=root)
     assert ask.returncode == 0, ask.stderr
     assert "Traceback" not in ask.stderr
-    record = json.loads(ask.stdout)
+    record = json.loads(ask.stdout)["record"]
     assert record["activated_packs"][0]["selected_files"] == ["parsed/bucket.md"]
     assert len(aside(state, "search.sqlite3")) == 1
 
@@ -133,7 +133,7 @@ def test_corrupt_search_index_is_rebuilt_and_ask_answers(tmp_path):
     assert len(heal_lines(rebuilt.stderr)) == 1
     assert len(aside(state, "search.sqlite3")) == 2
     ask = kbwatch("ask", "p", "token bucket", "--json", root=root, check=True)
-    assert json.loads(ask.stdout)["activated_packs"][0]["selected_files"] == ["parsed/bucket.md"]
+    assert json.loads(ask.stdout)["record"]["activated_packs"][0]["selected_files"] == ["parsed/bucket.md"]
 
 
 def test_index_damaged_past_its_schema_is_rebuilt_when_ask_reads_it(tmp_path):
@@ -153,7 +153,7 @@ def test_index_damaged_past_its_schema_is_rebuilt_when_ask_reads_it(tmp_path):
     index.write_bytes(bytes(data))
     ask = kbwatch("ask", "p", "bucket7 word3", "--json", root=root)
     assert ask.returncode == 0, ask.stderr[-2000:]
-    assert json.loads(ask.stdout)["activated_packs"][0]["selected_files"][0] == "parsed/d7.md"
+    assert json.loads(ask.stdout)["record"]["activated_packs"][0]["selected_files"][0] == "parsed/d7.md"
     assert len(aside(root / ".kbwatch", "search.sqlite3")) == 1
 
 
@@ -204,7 +204,7 @@ def test_deleted_state_dir_keeps_one_service_and_is_restored(tmp_path, service):
              "51 runs in the journal", proc=svc)
     assert journal_rows(root, "select source from runs group by project, source having count(*) > 1") == []
     assert len([line for line in svc.log().splitlines() if "restored" in line]) == 1
-    ask = json.loads(kbwatch("ask", "p", "Burst line", "--json", root=root, check=True).stdout)
+    ask = json.loads(kbwatch("ask", "p", "Burst line", "--json", root=root, check=True).stdout)["record"]
     assert ask["activated_packs"][0]["selected_files"]  # the index written back holds the burst too
     code, _ = svc.terminate()
     assert code == 0
@@ -238,7 +238,7 @@ def test_knowledge_never_ready_with_pending_findings_after_journal_rebuild(tmp_p
     # a stale KNOWLEDGE.md saying ready does not make ask label the pack ready
     text = (project / "KNOWLEDGE.md").read_text(encoding="utf-8").replace("status: needs-review", "status: ready")
     (project / "KNOWLEDGE.md").write_text(text, encoding="utf-8")
-    record = json.loads(kbwatch("ask", "p", "token bucket", "--json", root=root, check=True).stdout)
+    record = json.loads(kbwatch("ask", "p", "token bucket", "--json", root=root, check=True).stdout)["record"]
     assert record["activated_packs"][0]["status"] == "needs-review"
     assert record["status"] != "passed"
 

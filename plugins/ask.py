@@ -128,6 +128,7 @@ def kb_query(kb, projects, query, options):
 def kb_read_document(kb, project, citation):
     """The lines a citation names, fenced (the MCP tool ``read_document``)."""
     from kbwatch.pipeline.errors import ConfigError
+    from kbwatch.plugins.retrieval import neutralize_fence
     from kbwatch.plugins.retrieval.answer import CitationError, fence_document, read_citation
 
     try:
@@ -151,7 +152,7 @@ def kb_read_document(kb, project, citation):
                           front.get("grounding", "recommended"), warnings)
     return {"name": project.name, "path": doc["path"], "anchor": doc["anchor"], "start_line": doc["start_line"],
             "end_line": doc["end_line"], "total_lines": doc["total_lines"], "truncated": doc["truncated"],
-            "text": text, "warnings": warnings}
+            "text": text, "lines": neutralize_fence(doc["lines"]), "warnings": warnings}
 
 
 def public_answer(answer: dict) -> dict:

@@ -34,6 +34,30 @@ def _no_match(pack) -> bool:
     return bool(pack.nothing_found) or not pack.snippets
 
 
+# lines inside a document that imitate the pack's own structure: a snippet header
+# ("### [2] parsed/x.md#L1-L9 — …"), a read_document header, or a section of the pack
+_FAKE_HEAD_RE = re.compile(
+    r"^(\s*)(#{1,6}\s*(?:\[\s*\d+\s*\]|parsed/\S*#L\d|(?:片段|警告|文件索引|结果|提示|项目概述|状态)\s*/))", re.M)
+
+
+def inert(text: str) -> str:
+    """Document text made unable to pass for the pack's structure: fence tags are
+    neutralised, and lines imitating a snippet header or a pack section get a
+    backslash before their ``#`` (Markdown shows them as plain text)."""
+    return _FAKE_HEAD_RE.sub(lambda m: m.group(1) + "\\" + m.group(2), neutralize_fence(text))
+
+
+def _inert_snippets(text: str, pack) -> str:
+    """Rewrite each snippet body of a built pack's text through :func:`inert`."""
+    for n, sn in enumerate(pack.snippets, 1):
+        head = neutralize_fence(f"### [{n}] {sn.citation} — {sn.title} (hit: {sn.hit_reason})\n")
+        body = neutralize_fence(sn.text)
+        safe = inert(sn.text)
+        if safe != body:
+            text = text.replace(head + body, head + safe, 1)
+    return text
+
+
 def _insert_warnings(text: str, lines: list[str]) -> str:
     """Put extra warning lines right after the fence's preamble."""
     if not lines:
@@ -79,7 +103,7 @@ def answer_from_packs(packs: list[tuple[str, object]], query: str, budget: int,
                 })
             anchors += [s.citation for s in p.snippets]
         missing += [m for m in p.missing if m.startswith("parsed/")]
-        texts.append(_insert_warnings(p.text, [w["message"] for w in extra]))
+        texts.append(_insert_warnings(_inert_snippets(p.text, p), [w["message"] for w in extra]))
     if not chosen:
         # nothing relevant anywhere: no filler, the seed's line (and the reason)
         names = ", ".join(n for n, _ in packs)
@@ -165,6 +189,29 @@ def _location_matches(anchor: str, kind: str, value: str) -> bool:
     return a_value.strip().casefold() == value.strip().casefold()
 
 
+_MARKER_RE = re.compile(r"^\s*(?:<!--\s*(page|slide)\s*:\s*([^>]*?)\s*-->|#{1,6}\s*(Sheet)\s*:\s*(.+?)\s*)$",
+                        re.IGNORECASE)
+
+
+def _marker_spans(lines: list[str], kind: str, value: str) -> list[tuple[int, int]]:
+    """(first, last) line numbers of the page/slide/sheet whose marker (``<!-- page: 3 -->``,
+    ``<!-- slide: 4 -->``, ``## Sheet: Summary``) says ``value``: up to the next marker of that kind."""
+    kind = kind.rstrip("s").lower()
+    marks = []
+    for i, line in enumerate(lines, 1):
+        m = _MARKER_RE.match(line)
+        if m:
+            k = (m.group(1) or m.group(3)).lower()
+            if k == kind:
+                marks.append((i, (m.group(2) or m.group(4)).strip()))
+    spans = []
+    for j, (i, v) in enumerate(marks):
+        if v.casefold() == value.strip().casefold():
+            end = marks[j + 1][0] - 1 if j + 1 < len(marks) else len(lines)
+            spans.append((i, max(i, end)))
+    return spans
+
+
 def read_citation(project: Path, citation: str) -> dict:
     """``{"path", "anchor", "start_line", "end_line", "lines", "truncated"}`` of a citation in ``project``;
     raises :class:`CitationError` for anything outside the project's parsed files."""
@@ -213,7 +260,8 @@ def read_citation(project: Path, citation: str) -> dict:
         if not lm2:
             raise CitationError(f"citation {citation!r}: unknown location ({loc})")
         kind, value = lm2.group(1), lm2.group(2)
-        spans = [(c.start_line, c.end_line) for c in chunk_markdown(text) if _location_matches(c.anchor, kind, value)]
+        spans = _marker_spans(lines, kind, value) or [
+            (c.start_line, c.end_line) for c in chunk_markdown(text) if _location_matches(c.anchor, kind, value)]
         if not spans:
             raise CitationError(f"{rel} has no {kind} {value}")
         start, end, anchor = min(s for s, _ in spans), max(e for _, e in spans), f"{kind} {value}"
@@ -240,6 +288,6 @@ def fence_document(project: str, doc: dict, status: str, trust: str, grounding: 
         parts.append("## 警告 / Warnings\n" + "\n".join(f"- {neutralize_fence(w)}" for w in warnings) + "\n")
     tail = (f"\n（截断；续读 / truncated; continue with {doc['path']}#L{doc['end_line'] + 1}-L{doc['end_line'] + MAX_READ_LINES}）"
             if doc["truncated"] else "")
-    parts.append(f"### {ref}\n{neutralize_fence(doc['lines'])}{tail}")
+    parts.append(f"### {ref}\n{inert(doc['lines'])}{tail}")
     parts.append("</knowledge_pack>")
     return "\n".join(parts)

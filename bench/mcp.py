@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# run as a script, this file's folder is sys.path[0] and this very file would shadow the SDK's ``mcp``
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 SHARED = REPO.parent / "shared" / "bench-data" / "retrieval" / "scifact"
 PROJECT = "bench"
 

@@ -119,7 +119,13 @@ def overview_state(project: Path, settings: dict) -> dict:
 
 
 def _vetted_project_md(project: Path, state: dict) -> str:
-    """project.md's text with a placeholder overview taken out (never shown as a summary)."""
+    """project.md's text with a placeholder overview taken out (never shown as a summary).
+
+    Kept with the cached overview state (same project.md identity): the very same
+    string each time, so the retrieval's parse cache keyed on it hits at once."""
+    text = state.get("vetted")
+    if text is not None:
+        return text
     try:
         text = (project / "project.md").read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -127,6 +133,7 @@ def _vetted_project_md(project: Path, state: dict) -> str:
     if not state["built"]:
         for p in state["placeholders"]:
             text = text.replace(p, "")
+    state["vetted"] = text
     return text
 
 

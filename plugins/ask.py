@@ -76,7 +76,7 @@ class Asker:
                 self.project_md = ""
 
     def _sync_if_lost(self, project: Path) -> None:
-        if not self.index.documents(project.name) and any((project / "parsed").rglob("*.md")):
+        if not self.index.stats(project.name)["documents"] and any((project / "parsed").rglob("*.md")):
             self.index.sync_project(project.name, project)  # first ask after an index loss
 
     def _healing(self, fn):

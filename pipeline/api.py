@@ -118,7 +118,7 @@ def overview_state(project: Path, settings: dict) -> dict:
     return state
 
 
-def _vetted_project_md(project: Path, state: dict) -> str:
+def vetted_project_md(project: Path, state: dict) -> str:
     """project.md's text with a placeholder overview taken out (never shown as a summary).
 
     Kept with the cached overview state (same project.md identity): the very same
@@ -279,7 +279,7 @@ class Knowledge:
         project_md, extra = {}, {}
         for p in projects:
             ov = overview_state(p, self.settings)
-            project_md[p.name] = _vetted_project_md(p, ov)
+            project_md[p.name] = vetted_project_md(p, ov)
             if ov["warning"]:
                 extra[p.name] = [{"severity": "info" if not ov["built"] else "warning", "message": ov["warning"]}]
         answer = self.kb.plugins.hook.kb_query(kb=self.kb, projects=projects, query=query, options={

@@ -354,6 +354,21 @@ def test_python_api_matches(kbroot):
     assert not should_use_knowledge_base("Hello!")[0] and should_use_knowledge_base("这是我自媒体创作的文章，总结一下")[0]
 
 
+def test_record_runs_from_the_config(kbroot, tmp_path):
+    from kbwatch.pipeline import Knowledge
+
+    config = tmp_path / "record.toml"
+    config.write_text("[ask]\nrecord_runs = true\n", encoding="utf-8")
+    with Knowledge(kbroot, config_file=config) as kn:
+        answer = kn.query("ninety days", name="demo")
+        assert (kbroot / "demo" / "runs" / f"{answer['run_id']}.json").exists()
+        quiet = kn.query("ninety days", name="demo", record=False)
+        assert not (kbroot / "demo" / "runs" / f"{quiet['run_id']}.json").exists()
+    config.write_text("[ask]\nrecord_runs = \"yes\"\n", encoding="utf-8")
+    bad = kbwatch("ask", "demo", "ninety days", "--config", str(config), root=kbroot)
+    assert bad.returncode == 2 and "ask.record_runs" in bad.stderr
+
+
 def test_set_status_lifecycle(stdio):
     assert stdio.ok("set_knowledge_status", name="other", status="disputed")[1] == {"name": "other", "status": "disputed"}
     rows = {r["name"]: r for r in stdio.ok("list_knowledge_bases")[1]["result"]}

@@ -31,8 +31,8 @@ Threads and processes (what an implementation must tolerate)::
     kb_register_commands  no                     no
     kb_document_removed   no (one writer)        no
     kb_project_changed    no (one writer)        no
-    kb_query              yes (MCP tool threads) no
-    kb_read_document      yes (MCP tool threads) no
+    kb_query              no (kbwatch mcp        no
+    kb_read_document      serialises its calls)  no
 
 "Concurrently" means from several runner threads of one process at once
 (``[service] workers`` + 1 threads and one large-text thread, plus short-lived

@@ -57,6 +57,13 @@ class Asker:
         self.index = open_index(kb.settings, readonly=self.readonly)
         if not self.readonly:
             self._healing(lambda: self._sync_if_lost(project))
+        else:  # a read-only base without its index: an index in memory, built from parsed/ now
+            import sqlite3
+
+            try:
+                self._sync_if_lost(project)
+            except sqlite3.OperationalError:  # an index file that is there but cannot be written: use it as is
+                pass
         try:
             front = read_frontmatter((project / "KNOWLEDGE.md").read_text(encoding="utf-8"))
         except OSError:

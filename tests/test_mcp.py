@@ -404,18 +404,20 @@ def test_read_only_copy(kbroot, tmp_path):
     try:
         copy = ro / "kb"
         shutil.copytree(kbroot, copy, ignore=shutil.ignore_patterns("*.lock", "logs"))
-        subprocess.run(["chmod", "-R", "a-w", str(copy)], check=True)
+        bare = ro / "bare"  # no state folder at all: the index is built in memory
+        shutil.copytree(kbroot, bare, ignore=shutil.ignore_patterns(".kbwatch"))
+        subprocess.run(["chmod", "-R", "a-w", str(ro)], check=True)
         wrap: list[str] = []
         if os.geteuid() == 0:  # root ignores modes: make it a read-only file system
             if not shutil.which("unshare"):
                 pytest.skip("running as root without unshare: cannot make a read-only copy")
-            probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {copy} {copy} && "
-                                    f"mount -o remount,bind,ro {copy} && ! touch {copy}/probe"], capture_output=True)
+            probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {ro} {ro} && "
+                                    f"mount -o remount,bind,ro {ro} && ! touch {ro}/probe"], capture_output=True)
             if probe.returncode != 0:
                 pytest.skip(f"cannot make a read-only bind mount here: {probe.stderr.decode()[:200]}")
             wrap = ["unshare", "-m", "sh", "-c",
-                    f'mount --bind "{copy}" "{copy}" && mount -o remount,bind,ro "{copy}" && exec "$0" "$@"']
-        before = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
+                    f'mount --bind "{ro}" "{ro}" && mount -o remount,bind,ro "{ro}" && exec "$0" "$@"']
+        before = sorted(str(p.relative_to(ro)) for p in ro.rglob("*"))
         out = subprocess.run([*wrap, sys.executable, "-m", "kbwatch", "ask", "demo", "token bucket requests", "--json",
                               "--record", "--root", str(copy)], capture_output=True, text=True, env={**os.environ, **env()},
                              cwd=str(REPO), timeout=120)
@@ -423,6 +425,11 @@ def test_read_only_copy(kbroot, tmp_path):
         answer = json.loads(out.stdout)
         assert answer["snippets"][0]["path"] == "parsed/rate-limiting.md"
         assert any("read-only" in w["message"] for w in answer["warnings"])
+        out = subprocess.run([*wrap, sys.executable, "-m", "kbwatch", "ask", "demo", "archive old logs", "--json",
+                              "--root", str(bare)], capture_output=True, text=True, env={**os.environ, **env()},
+                             cwd=str(REPO), timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["snippets"][0]["path"] == "parsed/sub/notes.md"
         params = StdioServerParameters(command=wrap[0] if wrap else sys.executable,
                                        args=[*wrap[1:], *([sys.executable] if wrap else []), "-m", "kbwatch", "mcp",
                                              "--root", str(copy)], env=env(), cwd=str(REPO))
@@ -437,7 +444,7 @@ def test_read_only_copy(kbroot, tmp_path):
                 assert "read-only" in client.error("set_knowledge_status", name="demo", status="stale")
             finally:
                 client.close()
-        assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*")) == before  # nothing written
+        assert sorted(str(p.relative_to(ro)) for p in ro.rglob("*")) == before  # nothing written
     finally:
         subprocess.run(["chmod", "-R", "u+w", str(ro)], check=False)
         shutil.rmtree(ro, ignore_errors=True)

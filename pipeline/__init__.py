@@ -46,7 +46,7 @@ _PUBLIC: dict[str, str] = {
     "atomic_write": "fsutil",
     # the Python API of a knowledge-base root (kbwatch ask and kbwatch mcp call it)
     "Knowledge": "api",
-    "should_use_knowledge_base": "api",
+    "should_use_knowledge_base": "should_use",
 }
 
 __all__ = ["hookimpl", "__version__", "PROJECT_NAME", *_PUBLIC]
@@ -66,7 +66,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
-    from .api import Knowledge, should_use_knowledge_base
+    from .api import Knowledge
+    from .should_use import should_use_knowledge_base
     from .config import stage_options
     from .errors import ConfigError, PermanentError, TransientError
     from .fsutil import atomic_write

@@ -33,108 +33,12 @@ from typing import Any
 from loguru import logger
 
 from kbwatch.pipeline.errors import ConfigError, KbwatchError
+from kbwatch.pipeline.overview import overview_state, vetted_project_md
+from kbwatch.pipeline.should_use import should_use_knowledge_base
+
+__all__ = ["Knowledge", "should_use_knowledge_base", "overview_state", "KNOWLEDGE_STATUSES"]
 
 KNOWLEDGE_STATUSES = ("draft", "ready", "needs-review", "stale", "disputed", "archived")
-NOT_FOUND_LINE = "当前知识库未找到相关内容 / nothing relevant in this knowledge base"
-
-# seed 003 §5.3: greetings (exact, punctuation ignored) and questions about the assistant itself
-GREETINGS = {"你好", "您好", "hi", "hello", "hey", "在吗", "谢谢", "多谢", "thanks", "thankyou", "thx", "ok", "okay",
-             "好的", "嗯", "bye", "再见"}
-META_PHRASES = ("当前模型", "模型是什么", "怎么设置", "怎么用", "界面", "快捷键", "登录", "api key", "你是谁", "你是什么模型",
-                "who are you", "what model are you", "which model are you", "what can you do", "are you an ai",
-                "are you chatgpt", "are you claude")
-_EXPLICIT_RE = re.compile(r"\[\[[^\]\n]+\]\]")
-_PUNCT_RE = re.compile(r"[\s\W_]+", re.UNICODE)
-
-
-def should_use_knowledge_base(message: str) -> tuple[bool, str]:
-    """Seed 003's ``shouldUseKnowledgeBase`` (a blacklist; searching is the default).
-
-    Returns (search?, reason). In order: a slash command is skipped; an explicit
-    ``[[...]]`` reference always searches; fewer than 3 characters, a greeting,
-    or a question about the assistant itself is skipped."""
-    text = (message or "").strip()
-    if text.startswith("/"):
-        return False, "a slash command is not a question for the knowledge base"
-    if _EXPLICIT_RE.search(text):
-        return True, "explicit [[...]] reference"
-    if len(text) < 3:
-        return False, "fewer than 3 characters"
-    if _PUNCT_RE.sub("", text).casefold() in GREETINGS:
-        return False, "a greeting"
-    low = text.casefold()
-    for phrase in META_PHRASES:
-        if phrase in low:
-            return False, f"a question about the assistant itself ({phrase!r})"
-    return True, "default: search"
-
-
-# --------------------------------------------------------------------------- overview honesty
-_OVERVIEW_CACHE: dict[str, tuple[tuple, dict]] = {}
-
-
-def overview_state(project: Path, settings: dict) -> dict:
-    """project.md's overview as it may be shown: ``{"overview", "key_points", "built", "stale",
-    "documents_since", "warning"}``.
-
-    The template's placeholder (``（高度总结的项目信息）``) is never an overview:
-    ``built`` is False and ``warning`` says so until ``kbwatch rebuild`` writes one.
-    ``stale`` once ``[project] stale_after_documents`` documents (or versions)
-    were ingested after the last rebuild. Cached on project.md's identity."""
-    from kbwatch.pipeline.formats.project_md import HEADINGS, ProjectMd
-
-    path = project / "project.md"
-    try:
-        st = path.stat()
-        stamp: tuple = (st.st_ino, st.st_mtime_ns, st.st_size)
-    except OSError:
-        stamp = ()
-    key = str(path)
-    limit = int(settings["project"].get("stale_after_documents", 0) or 0)
-    hit = _OVERVIEW_CACHE.get(key)
-    if hit and hit[0] == (stamp, limit):
-        return hit[1]
-    pm = ProjectMd.load(path, project.name, settings["project"]["language"])
-    placeholders = {h["overview_placeholder"] for h in HEADINGS.values()}
-    kp_placeholders = {h["key_points_placeholder"] for h in HEADINGS.values()}
-    overview = "\n".join(pm.section_text("overview").strip().splitlines()).strip()
-    built = bool(overview) and " ".join(overview.split()) not in placeholders
-    key_points = [ln.strip()[2:].strip() if ln.strip().startswith("- ") else ln.strip()
-                  for ln in pm.section_text("key_points").splitlines()
-                  if ln.strip() and ln.strip() not in kp_placeholders and ln.strip() != "-"]
-    since = pm.ingests_since_rebuild()
-    stale = built and limit > 0 and since >= limit
-    warning = None
-    if not built:
-        overview, key_points = "", []
-        warning = (f"the project overview of {project.name} was never built, so it is left out "
-                   f"(kbwatch rebuild {project.name} writes it)")
-    elif stale:
-        warning = (f"the project overview of {project.name} is stale: {since} document(s) arrived after it was "
-                   f"built (kbwatch rebuild {project.name} refreshes it)")
-    state = {"overview": overview if built else "", "key_points": key_points, "built": built, "stale": stale,
-             "documents_since": since, "warning": warning, "placeholders": placeholders}
-    _OVERVIEW_CACHE[key] = ((stamp, limit), state)
-    return state
-
-
-def vetted_project_md(project: Path, state: dict) -> str:
-    """project.md's text with a placeholder overview taken out (never shown as a summary).
-
-    Kept with the cached overview state (same project.md identity): the very same
-    string each time, so the retrieval's parse cache keyed on it hits at once."""
-    text = state.get("vetted")
-    if text is not None:
-        return text
-    try:
-        text = (project / "project.md").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    if not state["built"]:
-        for p in state["placeholders"]:
-            text = text.replace(p, "")
-    state["vetted"] = text
-    return text
 
 
 # --------------------------------------------------------------------------- the facade

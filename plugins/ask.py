@@ -222,7 +222,7 @@ def kb_register_commands(cli):
         if batch_file is not None:
             if len(projects) != 1:
                 raise ConfigError("--batch needs one project NAME")
-            from kbwatch.pipeline.api import overview_state, vetted_project_md
+            from kbwatch.pipeline.overview import overview_state, vetted_project_md
 
             ov = overview_state(projects[0], kb.settings)  # a placeholder overview is never a summary
             asker = Asker(kb, projects[0], include_flagged, project_md=vetted_project_md(projects[0], ov))

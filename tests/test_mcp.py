@@ -255,6 +255,20 @@ def test_read_document_lines_and_anchors(client):
     assert "no page 7" in client.error("read_document", citation="parsed/deploy.md#page=7", name="demo")
 
 
+def test_write_tools_and_validation(client, request):
+    word = {"stdio": "pangolin", "http": "axolotl"}[request.node.callspec.params["client"]]
+    _, run = client.ok("add_source", name="other", filename=f"w-{word}.md", content=f"# {word}\n\nThe {word} sleeps.\n")
+    assert run["outcome"] == "done" and run["run_id"].startswith("ingest-")
+    _, data = client.ok("query_knowledge_base", query=f"{word} sleeps", name="other")
+    assert data["snippets"][0]["path"] == f"parsed/w-{word}.md"
+    _, verdict = client.ok("validate_context_run", run_id=data["run_id"])
+    assert verdict["valid"] and verdict["errors"] == []
+    _, verdict = client.ok("validate_context_run", record={**data["record"], "status": "ok"})
+    assert not verdict["valid"] and any("status" in e for e in verdict["errors"])
+    assert client.ok("set_knowledge_status", name="other", status="stale")[1] == {"name": "other", "status": "stale"}
+    assert client.ok("set_knowledge_status", name="other", status="ready")[1]["status"] == "ready"
+
+
 # --------------------------------------------------------------------------- stdio only: the rest of the contract
 def test_every_citation_resolves_to_its_snippet(stdio):
     checked = 0

@@ -44,6 +44,9 @@ _PUBLIC: dict[str, str] = {
     # helpers a plugin may call
     "stage_options": "config",
     "atomic_write": "fsutil",
+    # the Python API of a knowledge-base root (kbwatch ask and kbwatch mcp call it)
+    "Knowledge": "api",
+    "should_use_knowledge_base": "should_use",
 }
 
 __all__ = ["hookimpl", "__version__", "PROJECT_NAME", *_PUBLIC]
@@ -63,6 +66,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
+    from .api import Knowledge
+    from .should_use import should_use_knowledge_base
     from .config import stage_options
     from .errors import ConfigError, PermanentError, TransientError
     from .fsutil import atomic_write

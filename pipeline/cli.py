@@ -166,6 +166,11 @@ def demo(directory):
 
     kb, project = make_demo(directory)
     setup_logging(kb.settings, kb.state, quiet=True)
+    # the demo builds project.md's overview too (the rebuild stage, after the ingest's commit),
+    # so the first `kbwatch ask` shows a real summary, not the template's placeholder
+    if "rebuild" in kb.plugins.stages() and "rebuild" not in kb.settings["pipeline"]["stages"]:
+        kb.settings["pipeline"]["stages"] = [*kb.settings["pipeline"]["stages"], "rebuild"]
+        kb.settings.setdefault("stages", {}).setdefault("rebuild", {})["every_n_ingests"] = 1
     totals, _ = run_ingest(kb, [project.name], progress=sys.stderr.isatty())
     kb.close()
     click.echo((project / "project.md").read_text(encoding="utf-8"))

@@ -31,6 +31,8 @@ Threads and processes (what an implementation must tolerate)::
     kb_register_commands  no                     no
     kb_document_removed   no (one writer)        no
     kb_project_changed    no (one writer)        no
+    kb_query              no (kbwatch mcp        no
+    kb_read_document      serialises its calls)  no
 
 "Concurrently" means from several runner threads of one process at once
 (``[service] workers`` + 1 threads and one large-text thread, plus short-lived
@@ -289,3 +291,45 @@ def kb_search(kb: Any, project: Path, question: str, max_files: int, budget: int
 @hookspec
 def kb_register_commands(cli: click.Group) -> None:
     """Add commands to the ``kbwatch`` CLI (called once at start-up)."""
+
+
+# --------------------------------------------------------------------------
+# Retrieval for agents (kbwatch.pipeline.api.Knowledge calls these)
+# --------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def kb_query(kb: Any, projects: list[Path], query: str, options: dict) -> dict | None:
+    """Answer ``query`` from ``projects`` with a fenced, cited context pack.
+
+    Called by :meth:`kbwatch.pipeline.api.Knowledge.query` (``kbwatch ask`` and
+    the MCP tool ``query_knowledge_base``); the built-in ``ask`` plugin
+    answers. The core never imports the retrieval library: it asks here.
+
+    :param kb: the open :class:`kbwatch.pipeline.kb.KnowledgeBase` (settings,
+        journal, which may be read-only).
+    :param projects: the project folders to search (one, or every project).
+    :param query: the question (may hold ``[[parsed/x.md]]`` references).
+    :param options: ``max_files``, ``budget_chars``, ``include_flagged``,
+        ``project_md`` (name -> project.md text to use, the overview already
+        vetted by the core) and ``extra_warnings`` (name -> warnings to add).
+    :returns: ``{"text", "status" ("ok" | "no_match"), "reason",
+        "selected_files", "source_anchors", "snippets", "warnings", "missing",
+        "token_estimate", "record"}`` (``record`` a context-resolution record),
+        or None when no plugin can search.
+    """
+
+
+@hookspec(firstresult=True)
+def kb_read_document(kb: Any, project: Path, citation: str) -> dict | None:
+    """The lines a citation names: ``parsed/x.md``, ``parsed/x.md#L12-L40``, or a
+    page/sheet/slide anchor (``parsed/x.md#page=3``, ``parsed/x.md (page 3)``).
+
+    :param kb: the open :class:`kbwatch.pipeline.kb.KnowledgeBase`.
+    :param project: the project folder.
+    :param citation: the citation as a query answer gave it, or typed by hand.
+    :returns: ``{"path", "anchor", "start_line", "end_line", "text"}`` with
+        ``text`` fenced as a query result, or None when no plugin reads
+        documents. Raise :class:`kbwatch.pipeline.errors.ConfigError` with one
+        sentence for a citation outside the project's parsed files.
+    """

@@ -24,11 +24,38 @@ from kbwatch.pipeline.heal import adoptable, copy_live, file_identity, move_asid
 SCHEMA_VERSION = 1
 
 
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection to a SQLite file that may sit on a read-only disk.
+
+    ``mode=ro`` first (it sees a writer's later commits); when SQLite cannot
+    open the WAL index there (no -shm and a read-only folder), ``immutable=1``.
+    A missing file gives an empty in-memory database."""
+    from urllib.parse import quote
+
+    if not path.exists():
+        return sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    uri = "file:" + quote(str(path))
+    try:
+        conn = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=30, check_same_thread=False, isolation_level=None)
+        conn.execute("select count(*) from sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(uri + "?immutable=1", uri=True, check_same_thread=False, isolation_level=None)
+
+
 class Journal:
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, readonly: bool = False):
         self.path = path
+        self.readonly = readonly
         self._lock = threading.RLock()
+        if readonly:  # a knowledge base on a read-only share: read what is there, write nothing
+            conn = connect_readonly(path)
+            self.db = sqlite_utils.Database(conn)
+            if not path.exists():  # nothing recorded yet: an empty journal in memory
+                self._ensure_schema()
+            self._identity = file_identity(path)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
         try:
             self._configure(conn)
@@ -184,12 +211,38 @@ class Journal:
                     {"id": int, "at": str, "project": str, "path": str, "kind": str, "detail": str},
                     pk="id",
                 )
+            if "context_runs" not in db.table_names():  # kbwatch ask / query_knowledge_base (DESIGN §9)
+                db["context_runs"].create(
+                    {"run_id": str, "project": str, "query": str, "status": str, "answer": str,
+                     "created_at": str, "record_path": str, "record": str},
+                    pk="run_id",
+                )
+                db["context_runs"].create_index(["created_at"])
             if "service" not in db.table_names():
                 db["service"].create(
                     {"id": int, "pid": int, "started_at": float, "heartbeat": float,
                      "queue": int, "in_flight": int, "stopped_at": float},
                     pk="id",
                 )
+
+    # -- context runs (ask) ------------------------------------------------
+    def record_context_run(self, run_id: str, projects: str, query: str, status: str, answer: str,
+                           record: dict, record_path: str | None, created_at: str) -> None:
+        with self._lock:
+            self.db.conn.execute(
+                "insert or replace into context_runs (run_id, project, query, status, answer, created_at, "
+                "record_path, record) values (?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, projects, query, status, answer, created_at, record_path,
+                 json.dumps(record, ensure_ascii=False)],
+            )
+
+    def context_run(self, run_id: str) -> dict | None:
+        with self._lock:
+            try:
+                row = self.db.conn.execute("select record from context_runs where run_id = ?", [run_id]).fetchone()
+            except sqlite3.OperationalError:  # a read-only journal from before context runs were kept
+                return None
+        return json.loads(row[0]) if row else None
 
     # -- runs --------------------------------------------------------------
     def start_run(self, row: dict[str, Any]) -> None:

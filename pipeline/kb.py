@@ -33,6 +33,14 @@ INVALID_PROJECT_CHARS = set('/\\\0')
 TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{8}\.tmp$")
 
 
+def _writable(state: Path) -> bool:
+    """Whether the state folder (or, before it exists, the folder it goes in) can be written."""
+    probe = state
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return os.access(probe, os.W_OK)
+
+
 @dataclass
 class Pending:
     project: Path
@@ -41,11 +49,14 @@ class Pending:
 
 
 class KnowledgeBase:
-    def __init__(self, root: Path, config_file: Path | None = None):
+    def __init__(self, root: Path, config_file: Path | None = None, readonly: bool | None = False):
         self.root = root
         confine.register_root(root)  # below the root, folders are reached without following links
         self.settings = load_settings(root, config_file)
         self.state = state_dir(self.settings)
+        # readonly: the journal and the index are only read (``ask`` and ``kbwatch mcp`` on a
+        # read-only share); None = decide from whether the state folder can be written
+        self.readonly = (not _writable(self.state)) if readonly is None else readonly
         self._plugins: PluginSet | None = None
         self._journal: Journal | None = None
 
@@ -61,6 +72,9 @@ class KnowledgeBase:
             from kbwatch.pipeline.heal import open_healing
 
             path = self.state / "journal.sqlite3"
+            if self.readonly:
+                self._journal = Journal(path, readonly=True)
+                return self._journal
             self._journal = open_healing(path, lambda: Journal(path), self._rebuild_fresh_journal, "journal")
         return self._journal
 

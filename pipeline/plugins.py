@@ -46,8 +46,8 @@ ENTRY_POINT_GROUP = "kbwatch"
 # (kbwatch.pipeline.hookspecs) or a core service. Modules starting with ``_`` are
 # libraries the plugins use, not plugins.
 BUILTIN_PLUGINS: tuple[str, ...] = (  # alphabetical: the order pluggy has always seen
-    "archive", "ask", "conflict", "index", "knowledge", "manifest", "parse",
-    "notify", "parse_image", "parse_pdf", "parse_pptx", "parse_text", "parse_unstructured", "parse_xlsx",
+    "archive", "ask", "conflict", "index", "knowledge", "manifest", "mcp_server", "notify", "parse",
+    "parse_image", "parse_pdf", "parse_pptx", "parse_text", "parse_unstructured", "parse_xlsx",
     "project_md", "rebuild", "remove", "review",
     "scan", "scan_format", "scan_injection", "scan_pii", "scan_secrets", "scan_unicode",
     "summarize",

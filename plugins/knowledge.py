@@ -1,7 +1,9 @@
 """Stage ``knowledge``: keep the project's KNOWLEDGE.md (Agent Knowledge entry) current.
 
 Its status is ``needs-review`` while risk findings wait for ``kbwatch review``
-and ``ready`` otherwise (``draft`` before the first document). It is written
+and ``ready`` otherwise (``draft`` before the first document); ``stale``,
+``disputed`` and ``archived`` are set by people (``set_knowledge_status``) and
+kept until changed. It is written
 after each commit, once the batch's findings are in the journal, and
 whenever a command announces a change (``kb_project_changed``: a review
 decision, a rebuild, a removal).
@@ -28,6 +30,19 @@ def describe(project: str, overview: str, names: list[str], language: str) -> st
     return f"项目 {project} 的文档（{len(names)} 个）：{shown}" if names else f"项目 {project}（尚无文档）"
 
 
+# lifecycle states only a person (or an agent through set_knowledge_status) decides; ingests keep them
+MANUAL_STATUSES = ("stale", "disputed", "archived")
+
+
+def _current_status(project) -> str | None:
+    from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
+
+    try:
+        return read_frontmatter((project / "KNOWLEDGE.md").read_text(encoding="utf-8")).get("status")
+    except OSError:
+        return None
+
+
 def write_knowledge(session, journal, settings) -> str:
     """Render and write KNOWLEDGE.md now; returns the status written."""
     manifest = session_manifest(session)
@@ -35,6 +50,9 @@ def write_knowledge(session, journal, settings) -> str:
     names = [f["name"] for f in manifest.active_files()]
     pending = len(journal.pending_findings(session.name)) if journal is not None else 0
     status = "needs-review" if pending else ("ready" if names else "draft")
+    manual = _current_status(session.path)
+    if manual in MANUAL_STATUSES:  # set by a person or an agent (set_knowledge_status): kept until changed
+        status = manual
     opts = settings["project"]
     text = render_knowledge(
         project=session.name,

@@ -43,14 +43,22 @@ def assert_valid(record):
 
 
 def test_ask_ranks_and_cites(kb, cli):
-    result = cli("ask", "demo", "How does the token bucket limit requests?", "--json")
+    result = cli("ask", "demo", "How does the token bucket limit requests?", "--answer")
     assert result.exit_code == 0, result.output
-    record = json.loads(result.output)
+    answer = json.loads(result.output)
+    record = answer["record"]
     assert_valid(record)
+    # --json prints the record alone (DESIGN §12); --answer wraps the same record
+    plain = json.loads(cli("ask", "demo", "How does the token bucket limit requests?", "--json").output)
+    assert_valid(plain)
+    assert plain["activated_packs"][0]["selected_files"] == record["activated_packs"][0]["selected_files"]
+    assert answer["status"] == "ok" and answer["run_id"] == record["run_id"]
+    assert answer["snippets"][0]["path"] == "parsed/rate-limiting.md" and "token bucket" in answer["snippets"][0]["text"]
+    assert answer["selected_files"][0]["score"] > 0
     pack = record["activated_packs"][0]
     assert pack["selected_files"][0] == "parsed/rate-limiting.md"
     assert any(a.startswith("parsed/rate-limiting.md#L") for a in pack["source_anchors"])
-    assert (kb / "runs" / f"{record['run_id']}.json").exists()
+    assert not (kb / "runs" / f"{record['run_id']}.json").exists()  # only when asked (--record)
     zh = json.loads(cli("ask", "demo", "王沈是哪里人", "--json").output)
     assert zh["activated_packs"][0]["selected_files"][0] == "parsed/人物.md"
     text = cli("ask", "demo", "王沈是哪里人").output
@@ -63,7 +71,7 @@ def test_explicit_reference_first_and_nothing_found(kb, cli):
     record = json.loads(cli("ask", "demo", "token bucket? see [[parsed/deploy.md]]", "--json").output)
     assert record["activated_packs"][0]["selected_files"][0] == "parsed/deploy.md"
     empty = cli("ask", "demo", "quantum chromodynamics lattice")
-    assert "Nothing relevant to the question was found" in empty.output
+    assert "当前知识库未找到相关内容" in empty.output and "Nothing relevant in this knowledge base" in empty.output
     rec = json.loads(cli("ask", "demo", "quantum chromodynamics lattice", "--json").output)
     assert_valid(rec)
     assert rec["activated_packs"][0]["selected_files"] == []

@@ -174,17 +174,28 @@ class SearchIndex:
         b_cjk: float = B_CJK,
         title_weight: float = TITLE_WEIGHT,
         max_chars: int | None = None,
+        readonly: bool = False,
     ) -> None:
         self.path = Path(db_path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.readonly = readonly  # a read-only knowledge base: search what is there, write nothing
+        if not readonly:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         self.k1_word, self.b_word, self.k1_cjk, self.b_cjk = k1_word, b_word, k1_cjk, b_cjk
         self.title_weight = title_weight
         self.max_chars = max_chars
         self.max_document_chars: int | None = None  # per-document cap (cap_document); None = none
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
         self._depth = 0
         self._pending: dict[int, _Pending] = {}
+        if readonly:
+            from kbwatch.pipeline.journal import connect_readonly
+
+            self._db = connect_readonly(self.path)
+            if not self.path.exists():
+                self._init_schema()  # no index yet: an empty one in memory
+            self._identity = _file_identity(self.path)
+            return
+        self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
         try:
             self._configure(self._db)
             self._init_schema()

@@ -19,16 +19,24 @@ _LOCK = threading.Lock()
 _ROOT_LOCK = threading.Lock()
 
 
-def open_index(settings: dict):
+def open_index(settings: dict, readonly: bool = False):
     """The process-wide SearchIndex of this root (``<state_dir>/search.sqlite3``).
 
     An index file SQLite cannot use is moved aside (``*.corrupt-<stamp>``) and
     rebuilt from every project's parsed/ (kbwatch.pipeline.heal), with one warning line.
+    ``readonly``: opened for reading only (a read-only knowledge base), never healed.
     """
     from kbwatch.pipeline.heal import open_healing, register_live
     from kbwatch.plugins.retrieval import SearchIndex
 
     path = str(state_dir(settings) / "search.sqlite3")
+    if readonly:
+        with _LOCK:
+            idx = _INDEXES.get(path + "?ro")
+            if idx is None:
+                idx = _INDEXES[path + "?ro"] = SearchIndex(path, readonly=True)
+            idx.max_document_chars = index_max_chars(settings)
+            return idx
     with _LOCK:
         idx = _INDEXES.get(path)
         if idx is None:

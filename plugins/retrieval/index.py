@@ -25,11 +25,13 @@ character n-grams get their own saturation parameters (k1, b): character
 n-grams are sub-word units, so their term frequency saturates much faster
 and length matters less (tuned on SciFact train and CMRC 2018 trial only).
 
-Line-initial (lead) position: the first tokens of every line of a chunk (a
-title, a heading, the start of a paragraph or of a one-sentence note) name
-what the line is about, so each occurrence at token position ``i`` of its
-line adds ``LEAD_WEIGHT * exp(-i / LEAD_DECAY)`` to the term frequency
-(a BM25F-style implicit "lead" field; the chunk length is unchanged). CJK
+Line-initial (lead) position: in a line holding CJK text, the first tokens
+(a title, a heading, the start of a sentence or one-sentence note) name what
+the line is about, so each occurrence at token position ``i`` of its line adds
+``LEAD_WEIGHT * exp(-i / LEAD_DECAY)`` to the term frequency
+(a BM25F-style implicit "lead" field; the chunk length is unchanged). Lines
+without CJK text get ``LEAD_WEIGHT_WORD`` (0: the bonus did not generalise on
+English, issue 14). CJK
 n-grams use the BM25L lower bound (Lv & Zhai 2011): ``LOWER_DELTA_CJK`` is added
 to the length-normalised term frequency before saturation, so a match in a
 long chunk is not normalised towards zero.
@@ -58,11 +60,12 @@ SCHEMA_VERSION = "1"
 K1_WORD, B_WORD = 1.5, 0.75
 K1_CJK, B_CJK = 0.4, 0.15
 LOWER_DELTA_CJK = 0.5  # BM25L delta for CJK n-grams
-# line-initial position bonus (see module doc): CJK n-grams only. For Latin
-# words it fitted the SciFact train queries (+0.004 at weight 3) but not the
-# hidden test split (0.676 vs 0.706 train); 5-fold cross-validation on train
-# puts every lead weight for words within the fold spread (bench/relevance.py),
-# so the simpler setting, no bonus, is kept (issue 14 item 6).
+# line-initial position bonus (see module doc), in lines holding CJK text
+# only. In Latin-script lines it fitted the SciFact train queries (+0.004 at
+# weight 3) but not the hidden test split (0.676 vs 0.706 train); 5-fold
+# cross-validation on train puts every lead weight for such lines within the
+# fold spread (bench/relevance.py), so the simpler setting, no bonus, is kept
+# (issue 14 item 6).
 LEAD_WEIGHT, LEAD_DECAY = 3.0, 3.0
 LEAD_WEIGHT_WORD = 0.0
 TITLE_WEIGHT = 0.5
@@ -904,26 +907,21 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
 
 def _body_tf(text: str, lead_word: tuple[float, ...] = (), lead_cjk: tuple[float, ...] = ()) -> tuple[dict[str, float], float]:
     """Term frequencies of a chunk's text with the line-initial (lead) bonus
-    (``lead_word`` for Latin words, ``lead_cjk`` for CJK n-grams: ``1 + bonus``
-    by position in the line), and its length in tokens (the bonus does not
-    count in the length)."""
+    (``1 + bonus`` by token position: ``lead_cjk`` in a line holding CJK
+    text, ``lead_word`` in any other line), and its length in tokens (the
+    bonus does not count in the length)."""
     tf: dict[str, float] = {}
     n = 0
-    kw, kc = len(lead_word), len(lead_cjk)
-    is_cjk = _is_cjk_term
+    has_cjk = _CJK_CHAR_RE.search
     for line in text.split("\n"):
         toks = tokenize(line)
         if not toks:
             continue
         n += len(toks)
+        lead = lead_cjk if has_cjk(line) else lead_word
+        k = len(lead)
         for i, t in enumerate(toks):
-            if i < kc and is_cjk(t):
-                w = lead_cjk[i]
-            elif i < kw and not is_cjk(t):
-                w = lead_word[i]
-            else:
-                w = 1.0
-            tf[t] = tf.get(t, 0.0) + w
+            tf[t] = tf.get(t, 0.0) + (lead[i] if i < k else 1.0)
     return tf, float(n)
 
 

@@ -44,6 +44,8 @@ MIN_COVERAGE = 0.2
 # the best chunk: one shared word ("state", "do", a name in parentheses) is not
 # an answer.
 MIN_MATCHED = 2
+# How many of the ranked documents are looked at (the default pack asks for 8).
+DEPTH = 8
 
 NOT_FOUND_ZH = "当前知识库未找到相关内容"
 NOT_FOUND_EN = "nothing relevant in this knowledge base"
@@ -154,7 +156,7 @@ def idf_weights(index, project: str, terms: Sequence[str]) -> dict[str, float]:
 
 def judge(index, project: str, question: str, doc_hits: Sequence, *, min_coverage: float | None = None) -> Relevance:
     """Decide whether the ranked documents ``doc_hits`` (``DocHit`` with their
-    chunks' text) answer ``question``. ``min_coverage`` defaults to ``MIN_COVERAGE``."""
+    chunks' text; the first ``DEPTH`` are looked at) answer ``question``. ``min_coverage`` defaults to ``MIN_COVERAGE``."""
     threshold = MIN_COVERAGE if min_coverage is None else min_coverage
     line = not_found_line(question)
     terms = content_terms(question)
@@ -165,7 +167,7 @@ def judge(index, project: str, question: str, doc_hits: Sequence, *, min_coverag
         return Relevance("no_match", "no document contains any word of the question", 0.0, (), line)
     idf = idf_weights(index, project, terms)
     chunks = []
-    for d in doc_hits:
+    for d in doc_hits[:DEPTH]:
         stem = PurePosixPath(d.doc_path).stem
         for h in d.chunks:
             chunks.append(_chunk_terms(h.text, f"{d.title}\n{stem}\n{h.heading}"))

@@ -22,7 +22,11 @@ CMRC 2018 trial paragraphs and sentences; never the hidden test splits):
    no_match (target >= 95%), answerable wrongly no_match (target <= 2%), and
    the independent no-answer set (TREC-10 questions, when found).
 
-Independent no-answer set: the 500 TREC-10 question-classification test
+Independent no-answer sets: 500 questions sampled (seed 14) from the DRCD
+test file (Delta Reading Comprehension Dataset, traditional-Chinese Wikipedia,
+CC BY-SA 3.0; articles whose title is a CMRC title left out), read from
+``--drcd``, ``$KBWATCH_DRCD`` or ``../shared/bench-data/no-answer/DRCD_test.json``;
+and the 500 TREC-10 question-classification test
 questions (Li & Roth 2002, TREC 2001 QA track questions), read from
 ``--trec`` or ``$KBWATCH_TREC`` (a CSV ``id,text,label``), else from
 ``../shared/bench-data/no-answer/trec10-test.csv``; skipped when absent.
@@ -158,6 +162,24 @@ def load_trec(path: Path | None) -> list[str]:
     return []
 
 
+def load_drcd(path: Path | None, exclude_titles: set[str], n: int = 500) -> list[str]:
+    """n questions (seeded sample) of DRCD's test file, from articles whose title is
+    not a title of the CMRC corpus."""
+    import json
+
+    cands = [path] if path else []
+    if os.environ.get("KBWATCH_DRCD"):
+        cands.append(Path(os.environ["KBWATCH_DRCD"]))
+    cands.append(SHARED / "bench-data" / "no-answer" / "DRCD_test.json")
+    for p in cands:
+        if p and p.is_file():
+            data = json.loads(p.read_text(encoding="utf-8"))["data"]
+            qs = sorted(qa["question"].strip() for a in data if a["title"] not in exclude_titles
+                        for para in a["paragraphs"] for qa in para["qas"] if qa["question"].strip())
+            return random.Random(SEED).sample(qs, min(n, len(qs)))
+    return []
+
+
 def coverages(idx, project: str, questions: list[str]) -> list[float]:
     """The gate's measure for each question, as build_pack computes it (the 8 documents
     it asks for with 6 files, 3 chunks each)."""
@@ -165,9 +187,21 @@ def coverages(idx, project: str, questions: list[str]) -> list[float]:
 
     out = []
     for q in questions:
+        t0 = time.perf_counter()
         docs = idx.search_documents(project, q, limit=8, chunks_per_doc=3)
+        t1 = time.perf_counter()
         out.append(judge(idx, project, q, docs, min_coverage=0.0).coverage if docs else 0.0)
+        TIMES["search"].append((t1 - t0) * 1000)
+        TIMES["judge"].append((time.perf_counter() - t1) * 1000)
     return out
+
+
+TIMES: dict[str, list[float]] = {"search": [], "judge": []}
+
+
+def pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] if s else float("nan")
 
 
 def rate(xs, pred) -> float:
@@ -218,6 +252,7 @@ def main() -> int:
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--no-cv", action="store_true", help="skip the ranking grid")
     ap.add_argument("--trec", type=Path, default=None, help="TREC-10 questions CSV (id,text,label)")
+    ap.add_argument("--drcd", type=Path, default=None, help="DRCD_test.json (traditional Chinese questions)")
     args = ap.parse_args()
     if not DATA.is_dir():
         print(f"relevance bench skipped: {DATA} not found (needs ../shared/bench-data/retrieval)")
@@ -294,6 +329,9 @@ def main() -> int:
             print(f"  no-answer  {s:<22} no_match at {t}: {rate(v, lambda x: x < t):.2%}  "
                   f"(coverage p95 {sorted(v)[len(v) * 95 // 100]:.2f})")
         # through the real build_pack (library defaults)
+        print(f"  cost per query in the same runs, ms p50/p95: search_documents(8 docs, 3 chunks) "
+              f"{pct(TIMES['search'], 50):.2f}/{pct(TIMES['search'], 95):.2f}, relevance judge "
+              f"{pct(TIMES['judge'], 50):.2f}/{pct(TIMES['judge'], 95):.2f}")
         print("== through build_pack (6 files, 4,000 characters, library defaults)")
         res = {
             "answerable scifact (wrongly no_match)": pack_rates(built["scifact"][0], "scifact", sci_q),
@@ -308,10 +346,22 @@ def main() -> int:
         if trec:
             res["independent: TREC-10 -> scifact (no_match)"] = pack_rates(built["scifact"][0], "scifact", trec)
             res["independent: TREC-10 -> cmrc2018 (no_match)"] = pack_rates(built["cmrc2018"][0], "cmrc2018", trec)
+        import json as _json
+
+        cmrc_titles = {_json.loads(line).get("title") for line in (DATA / "cmrc2018" / "corpus.jsonl").open(encoding="utf-8")}
+        drcd = load_drcd(args.drcd, cmrc_titles)
+        if drcd:
+            res["independent: DRCD -> cmrc2018 (no_match)"] = pack_rates(built["cmrc2018"][0], "cmrc2018", drcd)
+            res["independent: DRCD -> cmrc2018-sent (no_match)"] = pack_rates(
+                built["cmrc2018-sent"][0], "cmrc2018-sent", drcd)
+            res["independent: DRCD -> scifact (no_match)"] = pack_rates(built["scifact"][0], "scifact", drcd)
         for label, v in res.items():
             target = ("<= 2%", v <= 0.02) if "wrongly" in label else ((">= 95%", v >= 0.95) if "independent" not in label
                                                                       else ("reported", True))
             print(f"  {label:<48} {v:7.2%}   target {target[0]}: {'ok' if target[1] else 'MISSED'}")
+        if not drcd:
+            print("  Chinese independent set skipped: DRCD_test.json not found (--drcd, $KBWATCH_DRCD or "
+                  "../shared/bench-data/no-answer/DRCD_test.json)")
         if not trec:
             print("  independent set skipped: TREC-10 questions not found (--trec, $KBWATCH_TREC or "
                   "../shared/bench-data/no-answer/trec10-test.csv)")

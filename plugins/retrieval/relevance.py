@@ -52,13 +52,15 @@ NOT_FOUND_EN = "nothing relevant in this knowledge base"
 
 # English words that carry the form of a question, not its subject. They are
 # stemmed through the tokenizer below, so "does" -> "doe", "doing" -> "do".
+# Words that are often a subject in technical text (use, type, mean, value)
+# are not listed.
 FUNCTION_WORDS = """
 how what why when where which who whom whose whats hows do does did done doing can could would should shall
 may might must have has had having am were been being get gets got i me my mine we us our ours you your yours
 he him his she her hers its they them theirs one ones someone something anything any some all each every
 more most much many very also just only so than too about tell know explain describe show give find please
-want need use used using there here way ways thing things like make makes made mean means meaning between
-other another same kind type lot lots really actually ever yes ok okay hi hello thanks thank
+want need there here way ways thing things like make makes made between
+other another same kind lot lots really actually ever yes ok okay hi hello thanks thank
 work works worked happen happens happened exist exists
 """.split()
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -30,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(os.environ.get("KBWATCH_SHARED") or Path(__file__).resolve().parents[2] / "shared")
 DATA = SHARED / "bench-data" / "retrieval"
 sys.path.insert(0, str(REPO))
 

@@ -271,14 +271,29 @@ def test_search_documents_text_fetched_for_kept_chunks_only(tmp_path):
 
 def test_line_initial_terms_weigh_more(tmp_path):
     """A note that is about a subject (names it at the start of a line) ranks
-    above one that mentions it in passing, all else equal."""
+    above one that mentions it in passing, all else equal: by default for CJK
+    n-grams only (issue 14 item 6: for Latin words the bonus did not
+    generalise), for words too when ``lead_weight_word`` is set."""
     ix = SearchIndex(tmp_path / "s.sqlite3")
     with ix.batch():
-        ix.upsert_document("p", "parsed/a.md", "a", parsed("a", "our clusters run kubernetes"))
-        ix.upsert_document("p", "parsed/b.md", "b", parsed("b", "kubernetes runs our clusters"))  # same words
-    hits = ix.search_documents("p", "kubernetes")
+        ix.upsert_document("p", "parsed/a.md", "a", parsed("a", "我们的集群运行网关"))
+        ix.upsert_document("p", "parsed/b.md", "b", parsed("b", "网关运行我们的集群"))  # same characters
+        ix.upsert_document("p", "parsed/c.md", "c", parsed("c", "our clusters run kubernetes"))
+        ix.upsert_document("p", "parsed/d.md", "d", parsed("d", "kubernetes runs our clusters"))
+    hits = ix.search_documents("p", "网关")
     assert [h.doc_path for h in hits] == ["parsed/b.md", "parsed/a.md"]
     assert hits[0].score > hits[1].score * 1.1
+    words = ix.search_documents("p", "kubernetes")
+    assert words[0].score == words[1].score  # no position bonus for words by default
+    ix.close()
+    iw = SearchIndex(tmp_path / "w.sqlite3", lead_weight_word=3.0)
+    with iw.batch():
+        iw.upsert_document("p", "parsed/c.md", "c", parsed("c", "our clusters run kubernetes"))
+        iw.upsert_document("p", "parsed/d.md", "d", parsed("d", "kubernetes runs our clusters"))
+    hits = iw.search_documents("p", "kubernetes")
+    assert [h.doc_path for h in hits] == ["parsed/d.md", "parsed/c.md"]
+    assert hits[0].score > hits[1].score * 1.1
+    iw.close()
 
 
 def test_prepared_documents_index_exactly_like_upsert(tmp_path):

@@ -28,8 +28,8 @@ MAX_READ_CHARS = 20000
 
 def _no_match(pack) -> bool:
     """Whether a pack found nothing worth giving (the relevance gate's ``no_match``, or no snippet)."""
-    status = getattr(pack, "relevance", None) or getattr(pack, "answer_status", None)
-    if status == "no_match" or getattr(pack, "no_match", False):
+    relevance = getattr(pack, "relevance", None)  # plugins.retrieval.relevance.Relevance
+    if relevance is not None and getattr(relevance, "status", None) == "no_match":
         return True
     return bool(pack.nothing_found) or not pack.snippets
 
@@ -127,7 +127,8 @@ def answer_from_packs(packs: list[tuple[str, object]], query: str, budget: int,
         missing = sorted(set(missing) | set(refs_missing))
         reason = "nothing relevant in this knowledge base" if len(packs) == 1 else \
             "nothing relevant in any knowledge base"
-        gate = [getattr(p, "reason", None) for _, p in packs if getattr(p, "reason", None)]
+        gate = [p.relevance.reason for _, p in packs
+                if getattr(p, "relevance", None) is not None and p.relevance.status == "no_match" and p.relevance.reason]
         if gate:
             reason += f" ({gate[0]})"
         status = "no_match"

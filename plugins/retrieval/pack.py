@@ -27,6 +27,7 @@ from typing import Callable, Iterable, Mapping
 
 from .chunker import chunk_markdown
 from .index import Hit, SearchIndex
+from .relevance import Relevance, judge as judge_relevance, not_found_line
 from .tokenizer import normalize, tokenize, tokenize_query
 
 EXPLICIT_REF_RE = re.compile(r"\[\[\s*(parsed/[^\]\n]+?\.md)\s*\]\]")
@@ -154,6 +155,7 @@ class Pack:
     missing: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
     nothing_found: bool = False
+    relevance: Relevance | None = None  # ok / no_match of the ranked search (None: no search ran)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -369,6 +371,7 @@ def build_pack(
 
     # ---- ranked files
     ranked_docs = []
+    searched = []  # every document the search returned, for the relevance decision
     if index is not None and qtokens:
         want = max_files + len(refs) + len(flagged_map) + 2
         for d in index.search_documents(project, query_text, limit=want, chunks_per_doc=chunks_per_file):
@@ -378,8 +381,13 @@ def build_pack(
                 if d.doc_path not in excluded:
                     excluded.append(d.doc_path)
                 continue
+            searched.append(d)
             if len(ranked_docs) < max_files:
                 ranked_docs.append(d)
+    # ---- relevance: a weak best match is no match (filler snippets are worse than "not found")
+    relevance = judge_relevance(index, project, query_text, searched) if index is not None and query_text else None
+    if relevance is not None and relevance.no_match:
+        ranked_docs = []
 
     if excluded:
         for p in excluded:
@@ -486,8 +494,10 @@ def build_pack(
     nothing = not snippets
     if nothing:
         missing.append(query_text or question.strip())
-        warnings.append({"severity": "info", "message": "nothing found in the knowledge base for this question"})
-        parts.append("## 结果 / Result\n" + NOTHING_FOUND)
+        why = f": {relevance.reason}" if relevance is not None and relevance.no_match else ""
+        warnings.append({"severity": "info", "message": f"nothing found in the knowledge base for this question{why}"})
+        parts.append("## 结果 / Result\n" + (relevance.line if relevance else not_found_line(question)) + "\n"
+                     + NOTHING_FOUND)
     else:
         blocks = []
         for n, sn in enumerate(snippets, 1):
@@ -537,6 +547,7 @@ def build_pack(
         missing=missing,
         excluded=excluded,
         nothing_found=nothing,
+        relevance=relevance,
     )
 
 

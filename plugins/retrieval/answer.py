@@ -28,6 +28,8 @@ MAX_READ_CHARS = 20000
 
 def _no_match(pack) -> bool:
     """Whether a pack found nothing worth giving (the relevance gate's ``no_match``, or no snippet)."""
+    if any(getattr(s, "hit_reason", "") == "explicit" for s in pack.snippets):
+        return False  # an explicit [[...]] reference always answers, whatever the ranked search found
     relevance = getattr(pack, "relevance", None)  # plugins.retrieval.relevance.Relevance
     if relevance is not None and getattr(relevance, "status", None) == "no_match":
         return True

@@ -125,6 +125,11 @@ PRIVATE_KEY = re.compile(
     r"|PuTTY-User-Key-File-\d+:[^\n]*\n(?:[^\n]*\n){0,3}Private-Lines:\s*\d+\s*\n([\s\S]{20,400}?)(?:\n\S|\Z)", re.S)
 JWT = re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})")
 URL_CRED = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://([^\s:/@'\"<>]{1,64}):([^\s/@'\"<>]{2,128})@[\w.\-]+")
+# user:pass@host without a scheme (mysql -u admin:pw@db.internal, proxy settings): not an e-mail
+BARE_CRED = re.compile(r"(?<![\w.%/:@\-])([A-Za-z0-9._%\-]{1,64}):([^\s:/@'\"<>`]{6,128})@"
+                       r"(?:[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+|localhost)(?![\w\-])")
+NOT_A_USER = frozenset({"mailto", "email", "e-mail", "mail", "re", "fw", "fwd", "to", "from", "cc", "bcc", "contact",
+                        "reply-to", "sender", "author", "maintainer", "owner", "by", "at", "user", "login", "id"})
 CONN_STR = re.compile(r"(?i)(?:^|[;\s\"'?&])(?:password|pwd)\s*=\s*([^;'\"\s&]{3,})")
 # curl -u user:pass, also 'user:pass' quoted as one word and after "\" line continuations
 CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n)*?(?:\s-u|\s--user)\s+(?:(['\"])([^\s'\":<>]+):([^\s'\"<>]{2,})\1"
@@ -333,6 +338,13 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if not _placeholder(pw) or pw.lower() in ("password", "passwd"):
             if not (pw.startswith("$") or pw.startswith("%") or pw.startswith("{{") or pw.startswith("<")):
                 add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials in URL")
+    for m in _on_lines(BARE_CRED, text, ("@",)):
+        user, pw = m.group(1), m.group(2)
+        if user.lower() in NOT_A_USER or not re.search(r"[A-Za-z]", user) or not _value_ok(pw, quoted=True):
+            continue
+        if pw.startswith(("$", "%", "{{", "<")):
+            continue
+        add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials before a host name (user:password@host)")
     # U+0130 is the one character whose lower case is two characters long
     low = (text.replace("\u0130", "I") if "\u0130" in text else text).lower()
     for m in _on_lines(CONN_STR, text, ("pwd", "password"), low):

@@ -53,6 +53,8 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 
 def _is_emoji(ch: str) -> bool:
+    if len(ch) != 1:
+        return False
     cp = ord(ch)
     return (0x1F000 <= cp <= 0x1FAFF or 0x2600 <= cp <= 0x27BF or 0x2300 <= cp <= 0x23FF or 0x2B00 <= cp <= 0x2BFF
             or cp in (0xFE0F, 0x20E3, 0x00A9, 0x00AE, 0x203C, 0x2049, 0x2122, 0x2139, 0x3030, 0x303D, 0x3297, 0x3299)
@@ -60,6 +62,8 @@ def _is_emoji(ch: str) -> bool:
 
 
 def _is_han(ch: str) -> bool:
+    if len(ch) != 1:  # "" before the first character of the text
+        return False
     cp = ord(ch)
     return 0x3400 <= cp <= 0x9FFF or 0xF900 <= cp <= 0xFAFF or 0x20000 <= cp <= 0x3FFFF
 
@@ -173,7 +177,44 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 add("hidden-unicode.confusable-word", "medium", m.start(), m.end(),
                     "Greek/Cyrillic look-alike word inside Latin text")
     out.sort(key=lambda f: f.offset)
-    return out
+    return _group_repeats(out, text)
+
+
+GROUP_MIN = 3  # the same control character(s) more often than this: one finding with a count
+
+
+def _group_repeats(found: list[Finding], text: str) -> list[Finding]:
+    """One finding per repeated control character (sequence) instead of one per occurrence.
+
+    A mis-decoded file (Windows-1252 dashes read as Latin-1 give U+0096 at every dash) or a
+    coloured log (``ESC[31m`` on every line) would otherwise give hundreds of findings. The
+    first occurrence stands for the group; its message carries the count and the first lines.
+    Lone C1 controls (U+0080–U+009F) with no ESC anywhere in the text are a decoding problem,
+    not an attack: severity ``low``.
+    """
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in found:
+        if f.rule == "hidden-unicode.control-char":
+            groups.setdefault((f.rule, f.match), []).append(f)
+    if not groups:
+        return found
+    drop: set[int] = set()
+    no_esc = "\x1b" not in text
+    for (_, match), fs in groups.items():
+        misdecoded = no_esc and match and all("\x80" <= c <= "\x9f" for c in match)
+        if len(fs) <= GROUP_MIN and not misdecoded:
+            continue
+        first = fs[0]
+        lines = sorted({f.line for f in fs})
+        shown = ", ".join(map(str, lines[:5])) + (" …" if len(lines) > 5 else "")
+        first.message = f"{_cps(match)} ×{len(fs)} (line{'s' if len(lines) > 1 else ''} {shown})"
+        if misdecoded:
+            first.severity = "low"
+            first.message += ": text probably mis-decoded (Windows-1252 read as Latin-1)"
+        else:
+            first.message = "control character(s) " + first.message
+        drop.update(id(f) for f in fs[1:])
+    return [f for f in found if id(f) not in drop]
 
 
 def _candidate_words(text: str):
@@ -201,6 +242,8 @@ def _latin_neighbours(text: str, s: int, e: int) -> bool:
 
 
 def _is_vs(ch: str) -> bool:
+    if len(ch) != 1:
+        return False
     cp = ord(ch)
     return 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF
 

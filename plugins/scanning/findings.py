@@ -13,7 +13,7 @@ from kbwatch.pipeline.model import Finding
 
 from .options import fingerprint_allowed, rule_allowed
 
-__all__ = ['LineIndex', 'dedupe', 'excerpt', 'make_finding', 'mask_runs', 'mask_value', 'shannon', 'visible']
+__all__ = ['LineIndex', 'dedupe', 'excerpt', 'one_line', 'make_finding', 'mask_runs', 'mask_value', 'shannon', 'visible']
 
 # --------------------------------------------------------------------------
 # positions and excerpts
@@ -90,6 +90,11 @@ def visible(s: str) -> str:
     return "".join(out)
 
 
+def one_line(s: str) -> str:
+    """An excerpt on one line: invisible characters as ``<U+XXXX>``, line breaks as ``⏎``."""
+    return visible(s).translate(_EXCERPT_CLEAN)
+
+
 def excerpt(text: str, start: int, end: int, *, secret: bool = False, context: int = 20,
             max_match: int = 80) -> str:
     """A one-line excerpt around ``text[start:end]``.
@@ -119,7 +124,7 @@ def make_finding(text: str, index: LineIndex, opts: dict[str, Any], *, kind: str
     match = text[start:end]
     f = Finding(
         kind=kind, rule=rule, severity=severity, line=line, column=col, offset=start,
-        excerpt=excerpt_text if excerpt_text is not None else excerpt(
+        excerpt=one_line(excerpt_text) if excerpt_text is not None else excerpt(
             text, start, end, secret=secret, context=int(opts["excerpt_context"])),
         length=end - start, match=match, redact=redact, message=message,
     )

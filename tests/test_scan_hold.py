@@ -1,0 +1,110 @@
+"""Issue 15: the risk scan holds on inputs it has never seen (isolation, file types, grouping)
+and never leaks what it hides (masking in parsed/, excerpts, outputs, logs)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ingest, kbwatch, run_records
+
+SECRET = "Zq8uT4kLm2vXr7Np"  # a made-up password (16 characters)
+BOOM_PLUGIN = '''
+from kbwatch.pipeline import hookimpl
+
+@hookimpl
+def kb_scan(document, settings):
+    raise RuntimeError("boom while reading " + (document.markdown or "")[:400])
+'''
+
+
+def _scan_json(root, *paths):
+    proc = kbwatch("scan", "--json", *map(str, paths), root=root)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()], proc
+
+
+# -- bugs found while using it ------------------------------------------------------------
+
+def test_variation_selector_at_text_start_does_not_crash():
+    from kbwatch.plugins import scan_unicode
+
+    for text in ("\U000e0100abc", "\ufe0fabc", "\U000e0100"):
+        found = scan_unicode.scan_text(text)
+        assert [f.rule for f in found] == ["hidden-unicode.variation-selector"]
+
+
+def test_scanner_exception_becomes_a_finding_in_scan_and_ingest(project, root):
+    (root / "boom.py").write_text(BOOM_PLUGIN, encoding="utf-8")
+    (root / "kbwatch.toml").write_text('[pipeline]\nplugins = ["boom.py"]\n', encoding="utf-8")
+    doc = root / "notes.md"
+    doc.write_text(f"# Notes\n\npassword = \"{SECRET}\"\n", encoding="utf-8")
+
+    [obj], proc = _scan_json(root, doc)
+    rules = {f["rule"] for f in obj["findings"]}
+    assert {"format.scanner-error", "secret.password-assignment"} <= rules  # the others still stand
+    err = next(f for f in obj["findings"] if f["rule"] == "format.scanner-error")
+    assert (err["kind"], err["severity"]) == ("format", "low") and "RuntimeError" in err["excerpt"]
+    assert SECRET[:7] not in proc.stdout + proc.stderr  # the exception's message quoted the text
+
+    (project / "sources" / "notes.md").write_text(doc.read_text(encoding="utf-8"), encoding="utf-8")
+    proc = kbwatch("ingest", root=root)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    [record] = run_records(project)
+    msgs = [d["message"] for d in record["diagnostics"]]
+    assert any("format/format.scanner-error" in m or "scanner-error" in m for m in msgs), msgs
+    assert any("secret.password-assignment" in m for m in msgs)
+    assert SECRET not in (project / "parsed" / "notes.md").read_text(encoding="utf-8")
+    logs = "".join(p.read_text(encoding="utf-8", errors="replace") for p in root.rglob("*.log"))
+    assert "scanner boom failed: RuntimeError" in logs and SECRET[:7] not in logs
+
+
+@pytest.mark.parametrize("name", ["x.env", "app.ini", "svc.conf", "app.properties", "pyproject.toml", "setup.cfg",
+                                  "deploy.sh", "run.bash", "rc.zsh", ".env.local", ".npmrc"])
+def test_config_and_shell_files_are_scanned(root, name):
+    path = root / name
+    path.write_text(f"DB_PASSWORD={SECRET}\n", encoding="utf-8")
+    [obj], _ = _scan_json(root, path)
+    assert "error" not in obj, obj
+    assert [f["rule"] for f in obj["findings"]] == ["secret.password-assignment"]
+
+
+def test_folder_scan_reads_credential_dotfiles_but_not_dot_folders(root, tmp_path):
+    d = tmp_path / "repo"
+    (d / ".git").mkdir(parents=True)
+    (d / ".env").write_text(f"API_TOKEN={SECRET}\n", encoding="utf-8")
+    (d / ".git" / "config").write_text(f"token = {SECRET}\n", encoding="utf-8")
+    objs, _ = _scan_json(root, d)
+    assert [o["path"].rsplit("/", 1)[-1] for o in objs] == [".env"]
+
+
+def test_config_file_is_ingested_as_text(project, root):
+    (project / "sources" / "service.env").write_text(f"API_TOKEN={SECRET}\nREGION=eu\n", encoding="utf-8")
+    totals, _ = ingest(root)
+    assert totals == {"done": 1}
+    parsed = (project / "parsed" / "service.md").read_text(encoding="utf-8")
+    assert "REGION=eu" in parsed and SECRET not in parsed
+
+
+def test_credential_url_without_scheme_is_a_secret_not_an_email():
+    from kbwatch.plugins import scan_pii, scan_secrets
+
+    text = "mysql -u admin:hunter2pass@db.internal\nmail me: alice@example.org\n"
+    secrets = scan_secrets.scan_text(text)
+    assert [f.rule for f in secrets] == ["secret.url-credentials"] and "hunter2pass" not in secrets[0].excerpt
+    assert [(f.rule, f.line) for f in scan_pii.scan_text(text)] == [("pii.email", 2)]
+
+
+def test_repeated_control_characters_are_one_finding_and_excerpts_are_one_line():
+    from kbwatch.plugins import scan_format, scan_unicode
+
+    text = "Price list\n" + "".join(f"item {i} \x96 {i} EUR\n" for i in range(312))
+    [f] = scan_unicode.scan_text(text)
+    assert f.severity == "low" and "×312" in f.message and "mis-decoded" in f.message
+    coloured = "".join(f"\x1b[31mERROR\x1b[0m line {i}\n" for i in range(20))
+    found = scan_unicode.scan_text(coloured)
+    assert len(found) == 2 and all("×20" in f.message for f in found)
+    long = ("word " * 3000 + "\n") * 2
+    for f in scan_unicode.scan_text(coloured) + scan_format.scan_text(long, {"max_line_chars": 100}):
+        assert "\n" not in f.excerpt and "\r" not in f.excerpt

@@ -18,8 +18,8 @@ from kbwatch.pipeline.formats.parsed import body_line_offset
 from kbwatch.pipeline.model import Finding, ParsedDocument
 from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.stage import RunContext, Stage
-from kbwatch.plugins.scanning.sanitize import sanitize
-from kbwatch.plugins.scanning import allowed, scan_options
+from kbwatch.plugins.scanning.sanitize import mask_values, redacted_values, sanitize
+from kbwatch.plugins.scanning import allowed, scan_options, scrub_findings
 
 
 # rules that judge the whole document: reported once, whichever window saw them first
@@ -45,7 +45,7 @@ def run_scanners(plugins, document, settings) -> list:
                 continue
             findings.append(f)
     findings.sort(key=lambda f: (f.offset, f.rule))
-    return findings
+    return scrub_findings(findings)
 
 
 def call_scanners(plugins, document, settings) -> list[list]:
@@ -145,6 +145,8 @@ class ScanStage(Stage):
         findings = run_scanners(ctx.plugins, doc, ctx.settings)
         if scan_options(ctx.settings)["redact"] and findings:
             doc.markdown = sanitize(doc.markdown, findings)
+            if doc.title:  # a heading holding a secret becomes the title: masked the same way
+                doc.title = mask_values(doc.title, redacted_values(findings))
         title = doc.title or ctx.name.rsplit("/", 1)[-1]
         shift = body_line_offset(title, doc.markdown)
         decisions = load_decisions(ctx.project.path)

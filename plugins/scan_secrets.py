@@ -285,6 +285,53 @@ def _provider_matches(pat: re.Pattern, text: str, gates: tuple[str, ...] | None)
         last = le
 
 
+_NOT_VALUE_KEY = re.compile(r"(?i)(?:_id|id|name|size|length|len|file|path|type|url|uri|endpoint|format|field|hint|policy|"
+                            r"prompt|label|expir\w*|count|index|time|timeout|ttl)$")
+_TABLE_KEY = re.compile(r"(?i)^(?:[\w .\-]*?" + _KEYWORDS + r"[\w .\-]*|[\w ]*" + _ZH_KEYS + r"[\w ]*)$")
+_TABLE_ROW = re.compile(r"(?m)^[ \t]*\|.*\|[ \t]*$")
+
+
+def _cells(text: str, s: int, e: int) -> list[tuple[int, int]]:
+    """(start, end) of each cell's stripped content in a Markdown table row ``text[s:e]``."""
+    row = text[s:e]
+    first = row.index("|")
+    last = row.rindex("|")
+    out, pos = [], s + first + 1
+    for part in row[first + 1:last].split("|"):
+        lead = len(part) - len(part.lstrip())
+        out.append((pos + lead, pos + len(part.rstrip())))
+        pos += len(part) + 1
+    return out
+
+
+def _table_values(text: str):
+    """(start, end, key) of table cells holding a value for a secret-named key: the cell right of
+    a ``password``/``密码`` cell, or a cell under a ``password`` column header (Markdown tables, as
+    the CSV and spreadsheet parsers write them)."""
+    header: list[str] | None = None
+    last_end = -2
+    for m in _TABLE_ROW.finditer(text):
+        cells = _cells(text, m.start(), m.end())
+        texts = [text[a:b] for a, b in cells]
+        if m.start() != last_end + 1:
+            header = texts  # a new table starts
+            last_end = m.end()
+            for i in range(1, len(cells)):
+                if _TABLE_KEY.match(texts[i - 1]) and texts[i - 1].strip():
+                    yield cells[i][0], cells[i][1], texts[i - 1]
+            continue
+        last_end = m.end()
+        if all(set(t) <= set("-: ") for t in texts):
+            continue  # the delimiter row
+        for i, (a, b) in enumerate(cells):
+            if b <= a:
+                continue
+            if i and _TABLE_KEY.match(texts[i - 1]) and texts[i - 1].strip():
+                yield a, b, texts[i - 1]
+            elif header and i < len(header) and header[i].strip() and _TABLE_KEY.match(header[i]):
+                yield a, b, header[i]
+
+
 def scan_text(text: str, settings=None) -> list[Finding]:
     opts = scan_options(settings or {})
     index = LineIndex(text)
@@ -380,8 +427,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
 
     for m in assign_matches():
         key = m.group("key")
-        if re.search(r"(?i)(?:_id|id|name|size|length|len|file|path|type|url|uri|endpoint|format|field|hint|policy|"
-                     r"prompt|label|expir\w*|count|index|time|timeout|ttl)$", key) or re.search(r"(?i)csrf|xsrf", key):
+        if _NOT_VALUE_KEY.search(key) or re.search(r"(?i)csrf|xsrf", key):
             continue
         if _NEGATED_KEY.match(key):
             continue  # not_secret, no_password, is_token ...: flags, not values
@@ -430,6 +476,15 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         val = m.group("uv").rstrip("。，,.;；")
         if _value_ok(val, quoted=False) and not CODE_REF.match(val):
             add("secret.password-assignment", "high", m.start("uv"), m.start("uv") + len(val), "密码/密钥赋值")
+
+    if "|" in text and KEYWORD_FIND_LOWER.search(low):
+        for vs, ve, key in _table_values(text):
+            val = text[vs:ve]
+            if _NOT_VALUE_KEY.search(key.strip()) or re.search(r"(?i)csrf|xsrf", key):
+                continue
+            if len(val) >= 6 and " " not in val and _value_ok(val, quoted=True) and not _SLUG.fullmatch(val) \
+                    and not CODE_REF.match(val) and re.search(r"\d|[^\w]", val):
+                add("secret.password-assignment", "high", vs, ve, f"value in a {key[:30]} table cell")
 
     url_spans: list[tuple[int, int]] | None = None
     public_spans = [(m.start(), m.end()) for m in PUBLIC_BLOCK.finditer(text)] if "-----BEGIN" in text else []

@@ -108,3 +108,73 @@ def test_repeated_control_characters_are_one_finding_and_excerpts_are_one_line()
     long = ("word " * 3000 + "\n") * 2
     for f in scan_unicode.scan_text(coloured) + scan_format.scan_text(long, {"max_line_chars": 100}):
         assert "\n" not in f.excerpt and "\r" not in f.excerpt
+
+
+# -- no leak ----------------------------------------------------------------------------------
+
+PASSWORD = "Hq7vR2mXk9LpT4wZ"  # made up
+TOKEN = "ghp_" + "Xb4Kq9Lm2Np7Rs3Tv8Wx1Yz5Ab6Cd0Ef2Gh4"  # made-up GitHub token shape
+
+
+def leaks(text: str, *secrets: str) -> list[str]:
+    """The 7-character pieces of any secret found in ``text``."""
+    return [s[i:i + 7] for s in secrets for i in range(len(s) - 6) if s[i:i + 7] in text]
+
+
+LEAK_DOCS = {
+    # the value detected on the assignment line is repeated in prose further down
+    "repeated.md": f"# Deploy\n\npassword = \"{PASSWORD}\"\n\nLog in to the login console with {PASSWORD} and rotate it.\n"
+                   f"Rotation reminder: {PASSWORD}\n",
+    # a PII finding right under the password line: its excerpt's context used to carry the password
+    "beside.md": f"# Contacts\n\ndb_password: {PASSWORD}\n手机 13812345678 张三\n",
+    # a credential in a table cell (CSV → Markdown table)
+    "accounts.csv": f"host,user,password\ndb1,admin,{PASSWORD}\ndb2,login,{TOKEN}\n",
+    # a secret in the title heading
+    "title.md": f"# token {TOKEN}\n\nThe login token above is for the console.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def leak_kb(tmp_path_factory):
+    root = tmp_path_factory.mktemp("leak") / "kb"
+    root.mkdir()
+    assert kbwatch("init", "demo", root=root).returncode == 0
+    for name, text in LEAK_DOCS.items():
+        (root / "demo" / "sources" / name).write_text(text, encoding="utf-8")
+    proc = kbwatch("ingest", root=root)
+    assert proc.returncode == 0, proc.stderr
+    return root
+
+
+def test_no_secret_in_parsed_index_records_journal_or_log(leak_kb):
+    project = leak_kb / "demo"
+    for p in (project / "parsed").glob("*.md"):
+        assert not leaks(p.read_text(encoding="utf-8"), PASSWORD, TOKEN), p.name
+    parsed = (project / "parsed" / "repeated.md").read_text(encoding="utf-8")
+    assert parsed.count("[REDACTED:") == 3  # every occurrence, not only the detected one
+    table = (project / "parsed" / "accounts.md").read_text(encoding="utf-8")
+    assert "| db1 | admin | [REDACTED:" in table
+    # every file kbwatch wrote, except the untouched originals in archive/: records, journal, logs, index
+    for p in leak_kb.rglob("*"):
+        if p.is_file() and "archive" not in p.relative_to(leak_kb).parts:
+            data = p.read_bytes().decode("utf-8", "replace")
+            assert not leaks(data, PASSWORD, TOKEN), p
+
+
+def test_no_secret_in_review_scan_or_ask_output(leak_kb):
+    review = kbwatch("review", "demo", root=leak_kb)
+    review_json = kbwatch("review", "demo", "--json", root=leak_kb)
+    rows = json.loads(review_json.stdout)
+    rules = {r["rule"] for r in rows}
+    assert {"secret.password-assignment", "pii.cn-mobile", "secret.github-token"} <= rules
+    sources = [leak_kb / "src"]
+    sources[0].mkdir(exist_ok=True)
+    for name, text in LEAK_DOCS.items():
+        (sources[0] / name).write_text(text, encoding="utf-8")
+    scan = kbwatch("scan", str(sources[0]), root=leak_kb)
+    scan_json = kbwatch("scan", "--json", str(sources[0]), root=leak_kb)
+    ask = kbwatch("ask", "demo", "login console token password", "--include-flagged", root=leak_kb)
+    ask_json = kbwatch("ask", "demo", "login console token password", "--include-flagged", "--json", root=leak_kb)
+    assert "login console" in ask.stdout and "REDACTED" in ask.stdout
+    for proc in (review, review_json, scan, scan_json, ask, ask_json):
+        assert not leaks(proc.stdout + proc.stderr, PASSWORD, TOKEN), proc.args

@@ -19,7 +19,7 @@ from kbwatch.pipeline.model import Finding, ParsedDocument
 from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.stage import RunContext, Stage
 from kbwatch.plugins.scanning.sanitize import mask_values, redacted_values, sanitize
-from kbwatch.plugins.scanning import allowed, scan_options, scrub_findings
+from kbwatch.plugins.scanning import allowed, group_findings, scan_options, scrub_findings
 
 
 # rules that judge the whole document: reported once, whichever window saw them first
@@ -234,6 +234,14 @@ def scan_paths(kb, paths, offload=None):
         yield path, run_scanners(kb.plugins, ParsedDocument(markdown=doc.markdown), settings), None
 
 
+def _more(count: int, lines: list[int]) -> str:
+    """`` ×3 (lines 4, 9, 12)`` for a group of findings, nothing for one."""
+    if count == 1:
+        return ""
+    shown = ", ".join(map(str, lines[:6])) + (", …" if len(lines) > 6 else "")
+    return f" ×{count} (line{'s' if len(lines) > 1 else ''} {shown})"
+
+
 @hookimpl
 def kb_register_commands(cli):
     import json
@@ -274,8 +282,8 @@ def kb_register_commands(cli):
                     click.echo(f"{path}: not scanned: {error}", err=True)
                 elif not findings:
                     click.echo(f"{path}: clean")
-                for f in findings:
-                    click.echo(f"{path}:{f.line}:{f.column}: {f.severity} {f.kind}/{f.rule}: {f.excerpt}")
+                for f, count, lines, severity in group_findings(findings):
+                    click.echo(f"{path}:{f.line}:{f.column}: {severity} {f.kind}/{f.rule}{_more(count, lines)}: {f.excerpt}")
         finally:
             pool.close()
             kb.close()

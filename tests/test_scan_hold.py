@@ -178,3 +178,25 @@ def test_no_secret_in_review_scan_or_ask_output(leak_kb):
     assert "login console" in ask.stdout and "REDACTED" in ask.stdout
     for proc in (review, review_json, scan, scan_json, ask, ask_json):
         assert not leaks(proc.stdout + proc.stderr, PASSWORD, TOKEN), proc.args
+
+
+# -- findings people can read -----------------------------------------------------------------
+
+def test_done_log_line_counts_findings_waiting_for_review(leak_kb):
+    logs = "".join(p.read_text(encoding="utf-8", errors="replace") for p in leak_kb.rglob("*.log"))
+    done = [ln for ln in logs.splitlines() if " done demo: " in ln or "done demo:" in ln]
+    beside = next(ln for ln in done if "beside.md" in ln)
+    assert "2 finding(s) wait for review (kbwatch review demo)" in beside, done
+
+
+def test_scan_output_is_one_line_per_rule_with_a_count(root, tmp_path):
+    doc = tmp_path / "many.md"
+    doc.write_text("# Contacts\n\n" + "".join(f"{i}. alice{i}@example.org\n" for i in range(40))
+                   + "\n" + "password = \"Hq7vR2mXk9LpT4wZ\"\n", encoding="utf-8")
+    proc = kbwatch("scan", str(doc), root=root)
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2, lines
+    email = next(ln for ln in lines if "pii/pii.email" in ln)
+    assert email.startswith(f"{doc}:3:") and "×40 (lines 3, 4, 5, 6, 7, 8, …)" in email
+    [obj], _ = _scan_json(root, doc)
+    assert len(obj["findings"]) == 41  # --json keeps one object per finding (DESIGN §12)

@@ -13,7 +13,7 @@ from kbwatch.pipeline.model import Finding
 
 from .options import fingerprint_allowed, rule_allowed
 
-__all__ = ['LineIndex', 'dedupe', 'excerpt', 'one_line', 'scrub_findings', 'make_finding', 'mask_runs', 'mask_value', 'shannon', 'visible']
+__all__ = ['LineIndex', 'dedupe', 'excerpt', 'group_findings', 'one_line', 'scrub_findings', 'make_finding', 'mask_runs', 'mask_value', 'shannon', 'visible']
 
 # --------------------------------------------------------------------------
 # positions and excerpts
@@ -185,6 +185,22 @@ def scrub_findings(findings: list[Finding]) -> list[Finding]:
         f.excerpt = _scrub(f.excerpt, grams)
         f.message = _scrub(f.message, grams)
     return findings
+
+
+_SEVERITY = {"low": 0, "medium": 1, "high": 2}
+
+
+def group_findings(findings: Iterable[Finding]) -> list[tuple[Finding, int, list[int], str]]:
+    """Findings grouped per rule, for people to read: ``(first, count, lines, severity)`` in
+    the order each rule first occurs; ``severity`` is the group's highest."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.rule, []).append(f)
+    out = []
+    for fs in groups.values():
+        sev = max((f.severity for f in fs), key=lambda s: _SEVERITY.get(s, 0))
+        out.append((fs[0], len(fs), sorted({f.line for f in fs}), sev))
+    return out
 
 
 def dedupe(findings: Iterable[Finding]) -> list[Finding]:

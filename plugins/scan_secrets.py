@@ -36,6 +36,11 @@ import re
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
 from kbwatch.plugins.scanning import LineIndex, make_finding, scan_options, shannon
+from kbwatch.plugins.scanning.gitleaks import matches as gitleaks_matches, public_values
+
+PUBLIC_VALUES = public_values()
+# gitleaks rules whose shape this scanner owns with its own validation (a JWT header must decode)
+OWN_RULES = frozenset({"jwt", "jwt-base64", "hashicorp-tf-password"})  # password = …: the generic rule
 
 KIND = "secret"
 _B = r"(?<![A-Za-z0-9_])"
@@ -130,6 +135,8 @@ BARE_CRED = re.compile(r"(?<![\w.%/:@\-])([A-Za-z0-9._%\-]{1,64}):([^\s:/@'\"<>`
                        r"(?:[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+|localhost)(?![\w\-])")
 NOT_A_USER = frozenset({"mailto", "email", "e-mail", "mail", "re", "fw", "fwd", "to", "from", "cc", "bcc", "contact",
                         "reply-to", "sender", "author", "maintainer", "owner", "by", "at", "user", "login", "id"})
+# .npmrc / .yarnrc: _authToken (a UUID for legacy npm tokens, which the generic rules pass over) and _auth
+NPM_AUTH = re.compile(r"(?im)(?:^|[\s:])_auth(?:Token)?\s*[=:]\s*[\"']?([A-Za-z0-9+/=_\-.]{16,200})[\"']?\s*$")
 CONN_STR = re.compile(r"(?i)(?:^|[;\s\"'?&])(?:password|pwd)\s*=\s*([^;'\"\s&]{3,})")
 # curl -u user:pass, also 'user:pass' quoted as one word and after "\" line continuations
 CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n)*?(?:\s-u|\s--user)\s+(?:(['\"])([^\s'\":<>]+):([^\s'\"<>]{2,})\1"
@@ -204,6 +211,18 @@ def _wordy(v: str) -> bool:
     """CamelCase / snake_case word concatenations (CSS classes, identifiers), not random tokens."""
     covered = sum(len(m.group()) for m in _WORDY.finditer(v) if re.search(r"[aeiouy]", m.group(), re.I))
     return covered >= 0.6 * len(v)
+
+
+def _periodic(v: str) -> bool:
+    """A value built by repeating a short unit (``abcd1234abcd1234…``): typed, not generated."""
+    n = len(v)
+    if n < 12:
+        return False
+    for p in range(2, min(17, n // 2 + 1)):
+        same = sum(v[i] == v[i + p] for i in range(n - p))
+        if same >= 0.8 * (n - p):
+            return True
+    return False
 
 
 def _sequential(v: str) -> bool:
@@ -344,6 +363,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     def add(rule: str, sev: str, s: int, e: int, msg: str) -> None:
         if e <= s or overlaps(s, e):
             return
+        if text[s:e] in PUBLIC_VALUES:
+            taken.append((s, e))
+            return  # public by value (gitleaks allowlist data): not a leak
         if rule in ("secret.password-assignment", "secret.high-entropy") and any(
                 s < re_ and rs < e for rs, re_ in rejected):
             return  # the provider rule that owns this shape judged it a dummy
@@ -377,6 +399,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     rejected.append((m.start(g), m.end(g)))
                     continue  # xoxp-1234-1234-1234-…: dummy ids
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
+    for m in _on_lines(NPM_AUTH, text, ("_auth",)):
+        val = m.group(1)
+        if not _placeholder(val) and not _sequential(val) and not _periodic(val) and re.search(r"\d", val):
+            add("secret.npm-auth-token", "high", m.start(1), m.end(1), "npm registry credential (_authToken/_auth)")
     for m in _on_lines(JWT, text, ("eyJ",)):
         if _jwt_ok(m.group(1)):
             add("secret.jwt", "high", m.start(1), m.end(1), "JSON Web Token")
@@ -402,6 +428,14 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         pw = m.group(g)
         if len(pw) >= 6 and not pw.startswith("$") and _value_ok(pw, quoted=True):
             add("secret.curl-credentials", "high", m.start(g), m.end(g), "credentials on a curl command line")
+    # provider rules generated from gitleaks' rule set (MIT; kbwatch.plugins.scanning.gitleaks)
+    for rid, gs, ge in gitleaks_matches(text, low):
+        if rid in OWN_RULES:
+            continue
+        tok = text[gs:ge]
+        if _wordy(tok[6:]) or _periodic(tok) or _placeholder(tok) or _placeholder(tok[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3 or _alpha_run(tok, 8):
+            continue  # a dummy of this shape; the generic rules may still judge the line
+        add("secret." + rid, "high", gs, ge, rid.replace("-", " ") + " (gitleaks rule)")
     kw_iter = KEYWORD_FIND_LOWER.finditer(low) if len(low) == len(text) else KEYWORD_FIND.finditer(text)
     # ASSIGN is tried only where a key containing a keyword starts (the start of the identifier
     # around each keyword hit), not at every position of the line: linear in the text size

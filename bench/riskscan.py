@@ -105,8 +105,8 @@ def group_of(r: dict) -> str:
     return st.split(":")[0]
 
 
-def run_set(path: Path, limit: int | None, show_misses: bool) -> list[str]:
-    name = path.name.split(".")[0]
+def run_set(path: Path, limit: int | None, show_misses: bool, name: str | None = None) -> list[str]:
+    name = name or path.name.split(".")[0]
     kinds = SET_KINDS.get(name)
     if kinds is None:
         return []
@@ -239,6 +239,70 @@ def throughput_all(paths: list[Path], repeat: int = 3) -> str:
             f"{len(big) / 1e6:.1f} M-char document: {mb / min(whole):.2f} [{mb / max(whole):.2f}] MB/s per core")
 
 
+INDEPENDENT = REPO / "bench" / "data" / "secrets-credsweeper.jsonl"
+
+
+def source_family(r: dict) -> str:
+    """detect-secrets, gitleaks or credsweeper: the project a secrets record comes from."""
+    return group_of(r).split("-")[0]
+
+
+def run_independent(show_misses: bool) -> list[str]:
+    """The independent secrets set (CredSweeper's test samples, bench/build_secrets_independent.py)."""
+    if not INDEPENDENT.exists():
+        return [f"\n(independent secrets set {INDEPENDENT} absent: run bench/build_secrets_independent.py)"]
+    lines = run_set(INDEPENDENT, None, show_misses, name="secrets")
+    lines[0] = lines[0].replace("### secrets (", "### secrets, independent: CredSweeper tests (", 1)
+    return lines
+
+
+def _predictions(rows: list[dict]) -> list[bool]:
+    return [any(f.kind == "secret" for f in scan(r["text"], [scan_secrets])) for r in rows]
+
+
+def _f1(rows, preds) -> tuple[float, float, float]:
+    tp = sum(1 for r, p in zip(rows, preds) if r["label"] and p)
+    fp = sum(1 for r, p in zip(rows, preds) if not r["label"] and p)
+    fn = sum(1 for r, p in zip(rows, preds) if r["label"] and not p)
+    rec = tp / (tp + fn) if tp + fn else 0.0
+    prec = tp / (tp + fp) if tp + fp else 0.0
+    return rec, prec, (2 * rec * prec / (rec + prec) if rec + prec else 0.0)
+
+
+def cross_validate(paths: list[Path], thresholds=(3.6, 3.9, 4.1, 4.3, 4.5, 4.7)) -> list[str]:
+    """Leave-one-source-out choice of the high-entropy threshold (scan_secrets.ENTROPY_MIN).
+
+    Sources: detect-secrets and gitleaks (dev split) and CredSweeper (independent set). For each
+    held-out source the threshold with the best F1 on the other two is chosen and scored on it."""
+    rows = []
+    for p in paths:
+        if p.name.startswith("secrets."):
+            rows += [json.loads(line) for line in p.open(encoding="utf-8")]
+    if INDEPENDENT.exists():
+        rows += [json.loads(line) for line in INDEPENDENT.open(encoding="utf-8")]
+    keep = scan_secrets.ENTROPY_MIN
+    preds = {}
+    try:
+        for t in thresholds:
+            scan_secrets.ENTROPY_MIN = t
+            preds[t] = _predictions(rows)
+    finally:
+        scan_secrets.ENTROPY_MIN = keep
+    fams = sorted({source_family(r) for r in rows})
+    out = ["\n### secrets: high-entropy threshold by leave-one-source-out cross-validation\n",
+           "| held out | chosen on the others (F1) | held-out recall | held-out precision |", "|---|---|---|---|"]
+    for held in fams:
+        train = [i for i, r in enumerate(rows) if source_family(r) != held]
+        test = [i for i, r in enumerate(rows) if source_family(r) == held]
+        best = max(thresholds, key=lambda t: (_f1([rows[i] for i in train], [preds[t][i] for i in train])[2], -abs(t - keep)))
+        f1 = _f1([rows[i] for i in train], [preds[best][i] for i in train])[2]
+        rec, prec, _ = _f1([rows[i] for i in test], [preds[best][i] for i in test])
+        out.append(f"| {held} | {best} ({f1:.3f}) | {100 * rec:.1f}% | {100 * prec:.1f}% |")
+    out.append("| (all thresholds, all sources) | " + ", ".join(
+        f"{t}: F1 {_f1(rows, preds[t])[2]:.3f}" for t in thresholds) + " | | |")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", default="dev")
@@ -246,6 +310,7 @@ def main(argv=None) -> int:
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--no-throughput", action="store_true")
+    ap.add_argument("--cv", action="store_true", help="cross-validate the high-entropy threshold across sources")
     ap.add_argument("--repeat", type=int, default=3, help="throughput runs (best reported)")
     args = ap.parse_args(argv)
     if not DATA.is_dir():
@@ -260,6 +325,10 @@ def main(argv=None) -> int:
         if args.set and p.name.split(".")[0] not in args.set:
             continue
         print("\n".join(run_set(p, args.limit, args.show_misses)))
+    if not args.set or "secrets" in args.set:
+        print("\n".join(run_independent(args.show_misses)))
+    if args.cv:
+        print("\n".join(cross_validate(paths)))
     if not args.set or "pii" in args.set:
         print("\n".join(run_pii()))
     if not args.no_throughput and not args.set:

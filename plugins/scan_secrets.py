@@ -43,6 +43,9 @@ PUBLIC_VALUES = public_values()
 OWN_RULES = frozenset({"jwt", "jwt-base64", "hashicorp-tf-password"})  # password = …: the generic rule
 
 KIND = "secret"
+# Shannon entropy (bits per character) a mixed-class token needs for ``secret.high-entropy``;
+# chosen by leave-one-source-out cross-validation in bench/riskscan.py (--cv)
+ENTROPY_MIN = 4.3
 _B = r"(?<![A-Za-z0-9_])"
 _E = r"(?![A-Za-z0-9_])"
 
@@ -78,7 +81,7 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.facebook-token", "high", re.compile(_B + r"(EAA[MC][A-Za-z0-9]{80,}|\d{15,16}(?:\||%7C)[0-9A-Za-z\-_]{27})" + _E), 1),
     ("secret.sourcegraph-token", "high", re.compile(_B + r"(sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}|sgp_[a-fA-F0-9]{40})" + _E), 1),
     ("secret.notion-token", "high", re.compile(_B + r"(ntn_\d{11}[A-Za-z0-9]{35})" + _E), 1),
-    ("secret.onepassword-token", "high", re.compile(_B + r"(ops_eyJ[A-Za-z0-9+/=]{100,})"), 1),
+    ("secret.onepassword-token", "high", re.compile(_B + r"(ops_eyJ[A-Za-z0-9+/=_\-]{100,})"), 1),
     ("secret.vault-token", "high", re.compile(_B + r"(hvs\.[A-Za-z0-9_\-]{90,}|hvb\.[A-Za-z0-9_\-]{90,})"), 1),
     ("secret.artifactory-key", "high", re.compile(_B + r"(AKCp[A-Za-z0-9]{69}|cmVmd[A-Za-z0-9]{59})" + _E), 1),
     ("secret.twilio-key", "high", re.compile(_B + r"((?:AC|SK)[0-9a-f]{32})" + _E), 1),
@@ -135,6 +138,10 @@ BARE_CRED = re.compile(r"(?<![\w.%/:@\-])([A-Za-z0-9._%\-]{1,64}):([^\s:/@'\"<>`
                        r"(?:[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+|localhost)(?![\w\-])")
 NOT_A_USER = frozenset({"mailto", "email", "e-mail", "mail", "re", "fw", "fwd", "to", "from", "cc", "bcc", "contact",
                         "reply-to", "sender", "author", "maintainer", "owner", "by", "at", "user", "login", "id"})
+# SQL: CREATE/ALTER USER … IDENTIFIED BY pw; libcurl CURLOPT_(PROXY)USERPWD "user:pw"; curl --oauth2-bearer
+SQL_PW = re.compile(r"(?i)\bidentified\s+by\s+(?:password\s+)?(['\"]?)([^\s'\";]{4,128})\1")
+CURLOPT_PW = re.compile(r"CURLOPT_(?:PROXY)?USERPWD\s*,\s*\"[^\":\s]*:([^\"\s]{4,128})\"")
+OAUTH2_BEARER = re.compile(r"--oauth2-bearer[ =]+(['\"]?)([A-Za-z0-9+/=_\-.~]{8,512})\1")
 # .npmrc / .yarnrc: _authToken (a UUID for legacy npm tokens, which the generic rules pass over) and _auth
 NPM_AUTH = re.compile(r"(?im)(?:^|[\s:])_auth(?:Token)?\s*[=:]\s*[\"']?([A-Za-z0-9+/=_\-.]{16,200})[\"']?\s*$")
 CONN_STR = re.compile(r"(?i)(?:^|[;\s\"'?&])(?:password|pwd)\s*=\s*([^;'\"\s&]{3,})")
@@ -399,6 +406,14 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     rejected.append((m.start(g), m.end(g)))
                     continue  # xoxp-1234-1234-1234-…: dummy ids
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
+    for pat, needles, g, what in ((SQL_PW, ("identified", "IDENTIFIED", "Identified"), 2, "password in a SQL user statement"),
+                                  (CURLOPT_PW, ("CURLOPT_",), 1, "credentials in a libcurl option"),
+                                  (OAUTH2_BEARER, ("--oauth2-bearer",), 2, "bearer token on a curl command line")):
+        for m in _on_lines(pat, text, needles):
+            val = m.group(g)
+            if _value_ok(val, quoted=True) and not val.startswith(("$", "%", "{", "<", ":")):
+                add("secret.password-assignment" if g == 2 and pat is SQL_PW else "secret.curl-credentials",
+                    "high", m.start(g), m.end(g), what)
     for m in _on_lines(NPM_AUTH, text, ("_auth",)):
         val = m.group(1)
         if not _placeholder(val) and not _sequential(val) and not _periodic(val) and re.search(r"\d", val):
@@ -540,7 +555,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 or re.fullmatch(r"[0-9a-fA-F]+", core) or "/" in core or "+" in core and "=" not in tok and len(core) > 64):
             continue
         classes = sum(bool(re.search(p, core)) for p in (r"[a-z]", r"[A-Z]", r"\d"))
-        if classes < 3 or shannon(core) < 4.3 or re.search(r"[a-z]{12,}|[A-Z]{12,}", core):
+        if classes < 3 or shannon(core) < ENTROPY_MIN or re.search(r"[a-z]{12,}|[A-Z]{12,}", core):
             continue
         if re.match(r"\.[A-Za-z0-9]", text[e:e + 2]):
             continue  # first segment of a dotted compound (host name, malformed JWT/Discord token)

@@ -239,6 +239,81 @@ def throughput_all(paths: list[Path], repeat: int = 3) -> str:
             f"{len(big) / 1e6:.1f} M-char document: {mb / min(whole):.2f} [{mb / max(whole):.2f}] MB/s per core")
 
 
+def mixed_document(paths: list[Path], target: int = 2_000_000) -> str:
+    """A ~2 MB (UTF-8) document of English abstracts and Chinese Wikipedia paragraphs interleaved."""
+    en, zh = [], []
+    for p in paths:
+        if p.name.startswith("benign-docs"):
+            for line in p.open(encoding="utf-8"):
+                r = json.loads(line)
+                (zh if r["lang"] == "zh" else en).append(r["text"])
+    parts, size, i = [], 0, 0
+    while size < target and (en or zh):
+        for pool in (en, zh):
+            if pool:
+                t = pool[i % len(pool)]
+                parts.append(t)
+                size += len(t.encode("utf-8")) + 2
+        i += 1
+    return "\n\n".join(parts)
+
+
+def adversarial_inputs(size: int = 400_000) -> dict[str, str]:
+    """Inputs built to make a regex backtrack or a scanner loop: each ~``size`` characters."""
+    def rep(s: str) -> str:
+        return (s * (size // len(s) + 1))[:size]
+    return {
+        "one long line of letters": rep("a"),
+        "one long line of base64": rep("QWxhZGRpbjpvcGVuIHNlc2FtZQ+/"),
+        "long line of key=value": rep("password=x "),
+        "keywords without values": rep("token secret password api_key "),
+        "many colons and at-signs": rep("a:b@c:d@"),
+        "many URL starts": rep("http://a:"),
+        "many table pipes": rep("| a | password | b |\n"),
+        "many angle brackets": rep("<k<kn<know "),
+        "many hashes and brackets": rep("### [1] parsed/"),
+        "digits and dashes": rep("1234-5678-"),
+        "repeated e-mail prefix": rep("a.b.c.d.e.f."),
+        "zero-width runs": rep("a\u200b\u200c"),
+        "variation selectors": rep("\ufe0f\U000e0100"),
+        "control characters": rep("\x01\x96 "),
+        "Chinese only": rep("忽略之前的所有指令密码口令"),
+        "Cyrillic mixed words": rep("pаypаl "),
+        "provider prefixes": rep("AKIA ghp_ xoxa- sk- eyJ hvs. "),
+        "JWT-like dots": rep("eyJhbGciOiJI.eyJzdWIiOiIx."),
+        "curl lines": rep("curl -u a -H 'x' \\\n"),
+    }
+
+
+def speed(paths: list[Path], repeat: int = 3) -> list[str]:
+    """All five scanners on the 2 MB mixed document and on adversarial inputs: MB/s per core (CPU time,
+    best of ``repeat``), and each adversarial input's cost per MB against the median."""
+    def mbps(text: str) -> float:
+        nbytes = len(text.encode("utf-8"))
+        best = min(_timed(text) for _ in range(repeat))
+        return nbytes / 1e6 / best if best else float("inf")
+
+    def _timed(text: str) -> float:
+        t0 = time.process_time()
+        scan(text, SCANNERS)
+        return time.process_time() - t0
+
+    out = ["\n### speed: all five scanners, CPU time, best of %d\n" % repeat]
+    doc = mixed_document(paths)
+    if doc:
+        out.append(f"2 MB mixed English/Chinese document ({len(doc.encode('utf-8')) / 1e6:.2f} MB, "
+                   f"{len(doc) / 1e6:.2f} M chars): **{mbps(doc):.2f} MB/s per core** (target ≥ 1)")
+    inputs = adversarial_inputs()
+    rates = {name: mbps(t) for name, t in inputs.items()}
+    med = sorted(rates.values())[len(rates) // 2]
+    out += ["", "| input (~0.4 M chars) | MB/s per core | slower than the median |", "|---|---|---|"]
+    for name, r in sorted(rates.items(), key=lambda kv: kv[1]):
+        out.append(f"| {name} | {r:.2f} | {med / r:.2f}× |")
+    worst = max(med / r for r in rates.values())
+    out.append(f"\nmedian {med:.2f} MB/s; worst input {worst:.2f}× slower per MB than the median (target ≤ 3×)")
+    return out
+
+
 INDEPENDENT = REPO / "bench" / "data" / "secrets-credsweeper.jsonl"
 
 
@@ -310,6 +385,7 @@ def main(argv=None) -> int:
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--no-throughput", action="store_true")
+    ap.add_argument("--speed", action="store_true", help="only the 2 MB mixed document and the adversarial inputs")
     ap.add_argument("--cv", action="store_true", help="cross-validate the high-entropy threshold across sources")
     ap.add_argument("--repeat", type=int, default=3, help="throughput runs (best reported)")
     args = ap.parse_args(argv)
@@ -333,6 +409,8 @@ def main(argv=None) -> int:
         print("\n".join(run_pii()))
     if not args.no_throughput and not args.set:
         print(throughput_all(paths, args.repeat))
+    if args.speed or (not args.no_throughput and not args.set):
+        print("\n".join(speed(paths, args.repeat)))
     return 0
 
 

@@ -146,7 +146,7 @@ OAUTH2_BEARER = re.compile(r"--oauth2-bearer[ =]+(['\"]?)([A-Za-z0-9+/=_\-.~]{8,
 NPM_AUTH = re.compile(r"(?im)(?:^|[\s:])_auth(?:Token)?\s*[=:]\s*[\"']?([A-Za-z0-9+/=_\-.]{16,200})[\"']?\s*$")
 CONN_STR = re.compile(r"(?i)(?:^|[;\s\"'?&])(?:password|pwd)\s*=\s*([^;'\"\s&]{3,})")
 # curl -u user:pass, also 'user:pass' quoted as one word and after "\" line continuations
-CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n)*?(?:\s-u|\s--user)\s+(?:(['\"])([^\s'\":<>]+):([^\s'\"<>]{2,})\1"
+CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n){0,400}?(?:\s-u|\s--user)\s+(?:(['\"])([^\s'\":<>]+):([^\s'\"<>]{2,})\1"
                   r"|(['\"]?)([^\s'\":<>]+)\4:(['\"]?)([^\s'\"<>]{2,})\6)")
 
 _KEYWORDS = (r"(?:passw(?:or)?d|passwd|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
@@ -154,7 +154,7 @@ _KEYWORDS = (r"(?:passw(?:or)?d|passwd|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'
              r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|contrase[ñn]a|authorization)")
 _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥|安全密钥|密碼|金鑰|密鑰|權杖)"
 ASSIGN = re.compile(
-    r"(?P<key>[\w.\-\[\]]*" + _KEYWORDS + r"[\w.\-]*|[\w]*" + _ZH_KEYS + r"[\w]*)(?P<kq>[\"'`]?)(?:\[\])?\s*"
+    r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?)(?:\[\])?\s*"
     r"(?P<op>:=|=>|===|!==|==|!=|=|:|：|\s(?=[@]?[\"'`]))\s*@?"
     r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)|(?P<uv>[^\s,;\"'`\n()]{1,200}(?:[ ][^\s,;\"'`\n]+){0,6}))",
     re.I)
@@ -260,6 +260,8 @@ def _value_ok(v: str, *, quoted: bool) -> bool:
 
 
 _WHOLE_TEXT_MAX = 20_000
+KEY_MAX = 64  # characters of a key name before its keyword
+ZH_KEY_MAX = 8  # the same in CJK text (数据库密码)
 
 
 def _on_lines(pat: re.Pattern, text: str, needles: tuple[str, ...], hay: str | None = None):
@@ -438,7 +440,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     for m in _on_lines(CONN_STR, text, ("pwd", "password"), low):
         if _value_ok(m.group(1), quoted=False):
             add("secret.connection-string", "high", m.start(1), m.end(1), "password in connection string")
-    for m in (CURL.finditer(text) if "curl" in text else ()):
+    for m in (CURL.finditer(text) if "curl" in text and (" -u" in text or "--user" in text) else ()):
         g = 3 if m.group(3) is not None else 7
         pw = m.group(g)
         if len(pw) >= 6 and not pw.startswith("$") and _value_ok(pw, quoted=True):
@@ -457,7 +459,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     starts: list[tuple[int, int]] = []
     for km in kw_iter:
         ks = km.start()
-        while ks > 0 and (text[ks - 1].isalnum() or text[ks - 1] in "_.-[]"):
+        # a key name is short: never walk back over a whole paragraph (CJK text has no spaces)
+        floor = max(0, ks - (ZH_KEY_MAX if ks and ord(text[ks - 1]) >= 0x2E80 else KEY_MAX))
+        while ks > floor and (text[ks - 1].isalnum() or text[ks - 1] in "_.-[]"):
             ks -= 1
         if starts and starts[-1][0] == ks:
             continue

@@ -28,6 +28,7 @@ Owns the rules:
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 
@@ -81,16 +82,31 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     index = LineIndex(text)
     out: list[Finding] = []
 
+    repeats: dict[tuple[str, str], Finding] = {}  # a repeat of the same characters: counted, not rebuilt
+    extra_lines: dict[int, list[int]] = {}
+
     def add(rule, sev, s, e, msg, ex=None):
+        key = (rule, text[s:e] if rule != "hidden-unicode.confusable-word" else text[s:e].lower())
+        if rule in GROUPED and key in repeats:
+            first = repeats[key]
+            extra_lines.setdefault(id(first), []).append(index.position(s)[0])
+            return
         f = make_finding(text, index, opts, kind=KIND, rule=rule, severity=sev, start=s, end=e, message=msg,
                          excerpt_text=ex)
         if f is not None:
             out.append(f)
+            if rule in GROUPED:
+                repeats[key] = f
 
     shy_count = text.count("\xad")
     decoded = {s: (e, ch, dec) for s, e, ch, dec in decode_invisible_runs(text)}
     ansi_spans = [(m.start(), m.end()) for m in ANSI.finditer(text)] if re.search("[\x1b\x80-\x9f]", text) else []
+    ansi_starts = [a for a, _ in ansi_spans]
     for s, e in ansi_spans:
+        first = repeats.get(("hidden-unicode.control-char", text[s:e]))
+        if first is not None:  # a repeat: counted without building its excerpt
+            extra_lines.setdefault(id(first), []).append(index.position(s)[0])
+            continue
         add("hidden-unicode.control-char", "high", s, e, "ANSI escape / C1 control sequence",
             visible(text[max(0, s - 15):e + 15]))
 
@@ -112,7 +128,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             prev = text[s - 1] if s > 0 else ""
             nxt = text[e] if e < len(text) else ""
             if cls == "control":
-                if any(a <= s < b for a, b in ansi_spans):
+                k = bisect.bisect_right(ansi_starts, s) - 1
+                if k >= 0 and ansi_spans[k][0] <= s < ansi_spans[k][1]:
                     continue
                 add("hidden-unicode.control-char", "high", s, e, "control character(s) " + _cps(seg))
             elif cls == "tag":
@@ -177,13 +194,17 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 add("hidden-unicode.confusable-word", "medium", m.start(), m.end(),
                     "Greek/Cyrillic look-alike word inside Latin text")
     out.sort(key=lambda f: f.offset)
-    return _group_repeats(out, text)
+    return _group_repeats(out, text, extra_lines)
 
 
 GROUP_MIN = 3  # the same control character(s) more often than this: one finding with a count
+# rules whose repeats are one finding; tag characters and bidi controls keep one finding per
+# span (the sanitiser removes them span by span)
+GROUPED = frozenset({"hidden-unicode.control-char", "hidden-unicode.zero-width", "hidden-unicode.variation-selector",
+                     "hidden-unicode.invisible-filler", "hidden-unicode.private-use", "hidden-unicode.confusable-word"})
 
 
-def _group_repeats(found: list[Finding], text: str) -> list[Finding]:
+def _group_repeats(found: list[Finding], text: str, extra_lines: dict[int, list[int]]) -> list[Finding]:
     """One finding per repeated control character (sequence) instead of one per occurrence.
 
     A mis-decoded file (Windows-1252 dashes read as Latin-1 give U+0096 at every dash) or a
@@ -192,29 +213,27 @@ def _group_repeats(found: list[Finding], text: str) -> list[Finding]:
     Lone C1 controls (U+0080–U+009F) with no ESC anywhere in the text are a decoding problem,
     not an attack: severity ``low``.
     """
-    groups: dict[tuple[str, str], list[Finding]] = {}
-    for f in found:
-        if f.rule == "hidden-unicode.control-char":
-            groups.setdefault((f.rule, f.match), []).append(f)
-    if not groups:
-        return found
-    drop: set[int] = set()
     no_esc = "\x1b" not in text
-    for (_, match), fs in groups.items():
-        misdecoded = no_esc and match and all("\x80" <= c <= "\x9f" for c in match)
-        if len(fs) <= GROUP_MIN and not misdecoded:
+    for f in found:
+        if f.rule not in GROUPED:
             continue
-        first = fs[0]
-        lines = sorted({f.line for f in fs})
-        shown = ", ".join(map(str, lines[:5])) + (" …" if len(lines) > 5 else "")
-        first.message = f"{_cps(match)} ×{len(fs)} (line{'s' if len(lines) > 1 else ''} {shown})"
+        more = extra_lines.get(id(f), [])
+        match = f.match
+        misdecoded = (f.rule == "hidden-unicode.control-char" and no_esc and match
+                      and all("\x80" <= c <= "\x9f" for c in match))
         if misdecoded:
-            first.severity = "low"
-            first.message += ": text probably mis-decoded (Windows-1252 read as Latin-1)"
-        else:
-            first.message = "control character(s) " + first.message
-        drop.update(id(f) for f in fs[1:])
-    return [f for f in found if id(f) not in drop]
+            f.severity = "low"
+        if not more and not misdecoded:
+            continue
+        count = 1 + len(more)
+        lines = sorted({f.line, *more})
+        shown = ", ".join(map(str, lines[:5])) + (" …" if len(lines) > 5 else "")
+        what = f.message.split(" U+", 1)[0] if f.rule != "hidden-unicode.control-char" else "control character(s)"
+        f.message = f"{what} {_cps(match)} ×{count} (line{'s' if len(lines) > 1 else ''} {shown})"
+        if misdecoded:
+            f.message = f"{_cps(match)} ×{count} (line{'s' if len(lines) > 1 else ''} {shown}): " \
+                        "text probably mis-decoded (Windows-1252 read as Latin-1)"
+    return found
 
 
 def _candidate_words(text: str):

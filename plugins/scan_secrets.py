@@ -139,7 +139,8 @@ BARE_CRED = re.compile(r"(?<![\w.%/:@\-])([A-Za-z0-9._%\-]{1,64}):([^\s:/@'\"<>`
 NOT_A_USER = frozenset({"mailto", "email", "e-mail", "mail", "re", "fw", "fwd", "to", "from", "cc", "bcc", "contact",
                         "reply-to", "sender", "author", "maintainer", "owner", "by", "at", "user", "login", "id"})
 # SQL: CREATE/ALTER USER … IDENTIFIED BY pw; libcurl CURLOPT_(PROXY)USERPWD "user:pw"; curl --oauth2-bearer
-SQL_PW = re.compile(r"(?i)\bidentified\s+by\s+(?:password\s+)?(['\"]?)([^\s'\";]{4,128})\1")
+SQL_PW = re.compile(r"(?i)\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,120}?\bidentified\s+by\s+(?:password\s+)?"
+                    r"(['\"]?)([^\s'\";]{4,128})\1")
 CURLOPT_PW = re.compile(r"CURLOPT_(?:PROXY)?USERPWD\s*,\s*\"[^\":\s]*:([^\"\s]{4,128})\"")
 OAUTH2_BEARER = re.compile(r"--oauth2-bearer[ =]+(['\"]?)([A-Za-z0-9+/=_\-.~]{8,512})\1")
 # .npmrc / .yarnrc: _authToken (a UUID for legacy npm tokens, which the generic rules pass over) and _auth

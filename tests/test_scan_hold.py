@@ -278,3 +278,47 @@ def test_ask_shows_forged_structure_only_escaped(leak_kb):
     review = json.loads(kbwatch("review", "demo", "--json", root=root).stdout)
     assert len([r for r in review if r["rule"] == "format.pack-imitation" and r["document"].endswith("policy")]) \
         == len(FENCE_TRICKS)
+
+
+# -- secret shapes that had no rule, and placeholders ---------------------------------------------
+
+_B64 = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"  # {"alg":"HS256","typ":"JWT"}
+SHAPES = {
+    "curl -H bearer": 'curl -H "Authorization: Bearer 8fK2mQx9Lr4TzW7vNc3Yp6Hs" https://api.example.com/v1',
+    "curl -H api key": "curl https://api.acme.io/items -H 'X-Api-Key: q7Rt2Vx9Mk4Lp8Nz3Wc6Yb1H'",
+    "curl -u": "curl -u deploy:Vq8rT2mKx9Lp https://ci.acme.io/job",
+    "curl --oauth2-bearer": 'curl --oauth2-bearer "eZs2fjkjD8hUcsQ37b8zHig==" https://x.acme.io',
+    "libcurl USERPWD": 'curl_easy_setopt(curl, CURLOPT_USERPWD, "user:NjWbc62SosW");',
+    "npm _authToken (legacy UUID)": "//npm.acme.io/:_authToken=7b1f9c2e-4d3a-4e8b-9f6a-2c5d8e1b3a7f",
+    "npm _auth": "_auth = ZGVwbG95OlZxOHJUMm1LeDlMcA==",
+    "JWT": "token: " + _B64 + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IldlaSJ9.Xq8vT2mKp9LrW4zN7cY3bH6sF1dG5jA0eU",
+    "Cloudflare origin CA key": "CF_KEY=v1.0-3f9a1c7e5b2d4f6a8c0e1b3d-" + ("9e8d7c6b5a4f3e2d1c0b" * 8)[:146],
+    "Vault s. token": 'VAULT_TOKEN="s.Qm9Zt4Lk8Xr2Vn7Wc3Yp1Hs6"',
+    "Slack xoxa token": "xoxa-2-5114829710-3198371046-3147265990183-e039d02840a0b9379c3dd1ab4eeb8fa4",
+    "SQL IDENTIFIED BY": "ALTER USER app IDENTIFIED BY Pq8rT2mKx9;",
+    "service-account JSON": '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0'
+                            'BAQEFAASCBKcwggSjAgEAAoIBAQC7Vq8rT2mKx9Lp4Wz\\n-----END PRIVATE KEY-----\\n"}',
+}
+NOT_SECRETS = {
+    "placeholder xxxx": 'curl -H "Authorization: Bearer xxxxxxxxxxxxxxxx" https://api.example.com',
+    "<YOUR_…>": "api_key = <YOUR_API_KEY>",
+    "${VAR}": "//registry.npmjs.org/:_authToken=${NPM_TOKEN}",
+    "ZZZZ": "AWS_SECRET_ACCESS_KEY=ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ",
+    "shell variables": "curl -u $USER:$PASS https://x.io",
+    "public Google API key (gitleaks allowlist)": "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+    "prose 'identified by'": "The cells were identified by MEDLINE search.",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_secret_shape_is_found(shape):
+    from kbwatch.plugins import scan_secrets
+
+    assert scan_secrets.scan_text(SHAPES[shape]), SHAPES[shape]
+
+
+@pytest.mark.parametrize("case", sorted(NOT_SECRETS))
+def test_placeholder_or_public_value_is_not_a_secret(case):
+    from kbwatch.plugins import scan_secrets
+
+    assert not scan_secrets.scan_text(NOT_SECRETS[case])

@@ -105,8 +105,8 @@ def group_of(r: dict) -> str:
     return st.split(":")[0]
 
 
-def run_set(path: Path, limit: int | None, show_misses: bool) -> list[str]:
-    name = path.name.split(".")[0]
+def run_set(path: Path, limit: int | None, show_misses: bool, name: str | None = None) -> list[str]:
+    name = name or path.name.split(".")[0]
     kinds = SET_KINDS.get(name)
     if kinds is None:
         return []
@@ -239,6 +239,145 @@ def throughput_all(paths: list[Path], repeat: int = 3) -> str:
             f"{len(big) / 1e6:.1f} M-char document: {mb / min(whole):.2f} [{mb / max(whole):.2f}] MB/s per core")
 
 
+def mixed_document(paths: list[Path], target: int = 2_000_000) -> str:
+    """A ~2 MB (UTF-8) document of English abstracts and Chinese Wikipedia paragraphs interleaved."""
+    en, zh = [], []
+    for p in paths:
+        if p.name.startswith("benign-docs"):
+            for line in p.open(encoding="utf-8"):
+                r = json.loads(line)
+                (zh if r["lang"] == "zh" else en).append(r["text"])
+    parts, size, i = [], 0, 0
+    while size < target and (en or zh):
+        for pool in (en, zh):
+            if pool:
+                t = pool[i % len(pool)]
+                parts.append(t)
+                size += len(t.encode("utf-8")) + 2
+        i += 1
+    return "\n\n".join(parts)
+
+
+def adversarial_inputs(size: int = 400_000) -> dict[str, str]:
+    """Inputs built to make a regex backtrack or a scanner loop: each ~``size`` characters."""
+    def rep(s: str) -> str:
+        return (s * (size // len(s) + 1))[:size]
+    return {
+        "one long line of letters": rep("a"),
+        "one long line of base64": rep("QWxhZGRpbjpvcGVuIHNlc2FtZQ+/"),
+        "long line of key=value": rep("password=x "),
+        "keywords without values": rep("token secret password api_key "),
+        "many colons and at-signs": rep("a:b@c:d@"),
+        "many URL starts": rep("http://a:"),
+        "many table pipes": rep("| a | password | b |\n"),
+        "many angle brackets": rep("<k<kn<know "),
+        "many hashes and brackets": rep("### [1] parsed/"),
+        "digits and dashes": rep("1234-5678-"),
+        "repeated e-mail prefix": rep("a.b.c.d.e.f."),
+        "zero-width runs": rep("a\u200b\u200c"),
+        "variation selectors": rep("\ufe0f\U000e0100"),
+        "control characters": rep("\x01\x96 "),
+        "Chinese only": rep("忽略之前的所有指令密码口令"),
+        "Cyrillic mixed words": rep("pаypаl "),
+        "provider prefixes": rep("AKIA ghp_ xoxa- sk- eyJ hvs. "),
+        "JWT-like dots": rep("eyJhbGciOiJI.eyJzdWIiOiIx."),
+        "curl lines": rep("curl -u a -H 'x' \\\n"),
+    }
+
+
+def speed(paths: list[Path], repeat: int = 3) -> list[str]:
+    """All five scanners on the 2 MB mixed document and on adversarial inputs: MB/s per core (CPU time,
+    best of ``repeat``), and each adversarial input's cost per MB against the median."""
+    def mbps(text: str) -> float:
+        nbytes = len(text.encode("utf-8"))
+        best = min(_timed(text) for _ in range(repeat))
+        return nbytes / 1e6 / best if best else float("inf")
+
+    def _timed(text: str) -> float:
+        t0 = time.process_time()
+        scan(text, SCANNERS)
+        return time.process_time() - t0
+
+    out = ["\n### speed: all five scanners, CPU time, best of %d\n" % repeat]
+    doc = mixed_document(paths)
+    if doc:
+        out.append(f"2 MB mixed English/Chinese document ({len(doc.encode('utf-8')) / 1e6:.2f} MB, "
+                   f"{len(doc) / 1e6:.2f} M chars): **{mbps(doc):.2f} MB/s per core** (target ≥ 1)")
+    inputs = adversarial_inputs()
+    rates = {name: mbps(t) for name, t in inputs.items()}
+    med = sorted(rates.values())[len(rates) // 2]
+    out += ["", "| input (~0.4 M chars) | MB/s per core | slower than the median |", "|---|---|---|"]
+    for name, r in sorted(rates.items(), key=lambda kv: kv[1]):
+        out.append(f"| {name} | {r:.2f} | {med / r:.2f}× |")
+    worst = max(med / r for r in rates.values())
+    out.append(f"\nmedian {med:.2f} MB/s; worst input {worst:.2f}× slower per MB than the median (target ≤ 3×)")
+    return out
+
+
+INDEPENDENT = REPO / "bench" / "data" / "secrets-credsweeper.jsonl"
+
+
+def source_family(r: dict) -> str:
+    """detect-secrets, gitleaks or credsweeper: the project a secrets record comes from."""
+    return group_of(r).split("-")[0]
+
+
+def run_independent(show_misses: bool) -> list[str]:
+    """The independent secrets set (CredSweeper's test samples, bench/build_secrets_independent.py)."""
+    if not INDEPENDENT.exists():
+        return [f"\n(independent secrets set {INDEPENDENT} absent: run bench/build_secrets_independent.py)"]
+    lines = run_set(INDEPENDENT, None, show_misses, name="secrets")
+    lines[0] = lines[0].replace("### secrets (", "### secrets, independent: CredSweeper tests (", 1)
+    return lines
+
+
+def _predictions(rows: list[dict]) -> list[bool]:
+    return [any(f.kind == "secret" for f in scan(r["text"], [scan_secrets])) for r in rows]
+
+
+def _f1(rows, preds) -> tuple[float, float, float]:
+    tp = sum(1 for r, p in zip(rows, preds) if r["label"] and p)
+    fp = sum(1 for r, p in zip(rows, preds) if not r["label"] and p)
+    fn = sum(1 for r, p in zip(rows, preds) if r["label"] and not p)
+    rec = tp / (tp + fn) if tp + fn else 0.0
+    prec = tp / (tp + fp) if tp + fp else 0.0
+    return rec, prec, (2 * rec * prec / (rec + prec) if rec + prec else 0.0)
+
+
+def cross_validate(paths: list[Path], thresholds=(3.6, 3.9, 4.1, 4.3, 4.5, 4.7)) -> list[str]:
+    """Leave-one-source-out choice of the high-entropy threshold (scan_secrets.ENTROPY_MIN).
+
+    Sources: detect-secrets and gitleaks (dev split) and CredSweeper (independent set). For each
+    held-out source the threshold with the best F1 on the other two is chosen and scored on it."""
+    rows = []
+    for p in paths:
+        if p.name.startswith("secrets."):
+            rows += [json.loads(line) for line in p.open(encoding="utf-8")]
+    if INDEPENDENT.exists():
+        rows += [json.loads(line) for line in INDEPENDENT.open(encoding="utf-8")]
+    keep = scan_secrets.ENTROPY_MIN
+    preds = {}
+    try:
+        for t in thresholds:
+            scan_secrets.ENTROPY_MIN = t
+            preds[t] = _predictions(rows)
+    finally:
+        scan_secrets.ENTROPY_MIN = keep
+    fams = sorted({source_family(r) for r in rows})
+    out = ["\n### secrets: high-entropy threshold by leave-one-source-out cross-validation\n",
+           "| held out | chosen on the others (F1) | held-out recall | held-out precision |", "|---|---|---|---|"]
+    for held in fams:
+        train = [i for i, r in enumerate(rows) if source_family(r) != held]
+        test = [i for i, r in enumerate(rows) if source_family(r) == held]
+        best = max(thresholds, key=lambda t: (_f1([rows[i] for i in train], [preds[t][i] for i in train])[2], -abs(t - keep)))
+        f1 = _f1([rows[i] for i in train], [preds[best][i] for i in train])[2]
+        rec, prec, _ = _f1([rows[i] for i in test], [preds[best][i] for i in test])
+        out.append(f"| {held} | {best} ({f1:.3f}) | {100 * rec:.1f}% | {100 * prec:.1f}% |")
+    out.append("| (all thresholds, all sources) | " + ", ".join(
+        f"{t}: F1 {_f1(rows, preds[t])[2]:.3f}" for t in thresholds) + " | | |")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", default="dev")
@@ -246,6 +385,8 @@ def main(argv=None) -> int:
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--no-throughput", action="store_true")
+    ap.add_argument("--speed", action="store_true", help="only the 2 MB mixed document and the adversarial inputs")
+    ap.add_argument("--cv", action="store_true", help="cross-validate the high-entropy threshold across sources")
     ap.add_argument("--repeat", type=int, default=3, help="throughput runs (best reported)")
     # ---- injection section (issue 15): bench/riskscan_injection.py -------------------------
     ap.add_argument("--injection", nargs=argparse.REMAINDER,
@@ -269,10 +410,16 @@ def main(argv=None) -> int:
         if args.set and p.name.split(".")[0] not in args.set:
             continue
         print("\n".join(run_set(p, args.limit, args.show_misses)))
+    if not args.set or "secrets" in args.set:
+        print("\n".join(run_independent(args.show_misses)))
+    if args.cv:
+        print("\n".join(cross_validate(paths)))
     if not args.set or "pii" in args.set:
         print("\n".join(run_pii()))
     if not args.no_throughput and not args.set:
         print(throughput_all(paths, args.repeat))
+    if args.speed or (not args.no_throughput and not args.set):
+        print("\n".join(speed(paths, args.repeat)))
     return 0
 
 

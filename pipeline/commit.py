@@ -259,7 +259,17 @@ class Committer:
             except Exception:
                 logger.exception("a kb_run_finished hook failed")
             level = "INFO" if run.outcome in ("done", "duplicate") else "WARNING"
-            logger.log(level, "{} {}: {} {}", run.outcome, session.name, row["source"], run.message)
+            logger.log(level, "{} {}: {} {}{}", run.outcome, session.name, row["source"], run.message,
+                       _pending_note(run, session.name))
+
+
+def _pending_note(run: FinishedRun, project: str) -> str:
+    """``; 3 finding(s) wait for review (kbwatch review NAME)`` when the run left findings pending."""
+    findings = getattr(run.ctx, "findings", None) or []
+    pending = sum(1 for f in findings if getattr(f, "decision", "pending") == "pending")
+    if not pending or run.outcome != "done":
+        return ""
+    return f"; {pending} finding(s) wait for review (kbwatch review {project})"
 
 
 def _commit(session: ProjectSession) -> None:

@@ -1,7 +1,9 @@
 """Parser for plain-text formats, read directly (never through unstructured).
 
 Owns .md .markdown .txt .text .log .rst .org .csv .tsv .json .ndjson .jsonl
-.xml .yaml .yml. unstructured's text partitioner is not used: it turns Chinese
+.xml .yaml .yml, and the configuration/shell files where secrets live: .env .ini
+.cfg .conf .properties .toml .sh .bash .zsh and the dotfiles .npmrc .pypirc
+.netrc .pgpass .git-credentials .htpasswd (``.env.local`` is read as ``.env``). unstructured's text partitioner is not used: it turns Chinese
 paragraphs into headings. HTML is *not* here: it goes through unstructured
 (``parse_unstructured``), which keeps headings, lists and tables.
 
@@ -13,7 +15,8 @@ paragraphs into headings. HTML is *not* here: it goes through unstructured
   followed).
 - .csv/.tsv as one Markdown table (delimiter sniffed, ragged rows padded,
   pipes escaped, quoted newlines flattened).
-- .json/.ndjson/.yaml/.xml as a fenced code block, byte-for-byte content.
+- .json/.ndjson/.yaml/.xml and the configuration/shell files as a fenced code block,
+  byte-for-byte content.
 """
 
 from __future__ import annotations
@@ -32,6 +35,13 @@ from kbwatch.plugins.parsing.common import decode_bytes, fenced, md_table
 TEXT_EXTS = (".md", ".markdown", ".txt", ".text", ".log", ".rst", ".org")
 TABLE_EXTS = (".csv", ".tsv")
 CODE_EXTS = {".json": "json", ".ndjson": "json", ".jsonl": "json", ".xml": "xml", ".yaml": "yaml", ".yml": "yaml"}
+# configuration and shell files, where secrets live (issue 15): fenced code, byte for byte.
+# Dotfiles are named by their first dotted part (``.env.local`` → ``.env``, ``.npmrc``);
+# see ``dotfile_ext``.
+CONFIG_EXTS = {".env": "dotenv", ".ini": "ini", ".cfg": "ini", ".conf": "conf", ".properties": "properties",
+               ".toml": "toml", ".sh": "sh", ".bash": "bash", ".zsh": "zsh", ".npmrc": "ini", ".pypirc": "ini",
+               ".netrc": "text", ".pgpass": "text", ".git-credentials": "text", ".htpasswd": "text"}
+CODE_EXTS.update(CONFIG_EXTS)
 EXTENSIONS = TEXT_EXTS + TABLE_EXTS + tuple(CODE_EXTS)
 
 

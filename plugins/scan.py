@@ -15,15 +15,16 @@ from __future__ import annotations
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.bigtext import LARGE_CHARS, newline_bounds, windows
 from kbwatch.pipeline.formats.parsed import body_line_offset
-from kbwatch.pipeline.model import ParsedDocument
+from kbwatch.pipeline.model import Finding, ParsedDocument
 from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.stage import RunContext, Stage
-from kbwatch.plugins.scanning.sanitize import sanitize
-from kbwatch.plugins.scanning import allowed, scan_options
+from kbwatch.plugins.scanning.sanitize import mask_values, redacted_values, sanitize
+from kbwatch.plugins.scanning import allowed, group_findings, scan_options, scrub_findings
 
 
 # rules that judge the whole document: reported once, whichever window saw them first
-DOCUMENT_RULES = frozenset({"format.repeated-line", "format.replacement-chars", "format.oversized"})
+DOCUMENT_RULES = frozenset({"format.repeated-line", "format.replacement-chars", "format.oversized",
+                            "format.scanner-error"})
 
 
 def run_scanners(plugins, document, settings) -> list:
@@ -36,7 +37,7 @@ def run_scanners(plugins, document, settings) -> list:
     if len(text) > LARGE_CHARS:
         batches = [_scan_windows(plugins, document, text, settings)]
     else:
-        batches = plugins.hook.kb_scan(document=document, settings=settings)
+        batches = call_scanners(plugins, document, settings)
     findings = []
     for batch in batches:
         for f in batch or []:
@@ -44,7 +45,49 @@ def run_scanners(plugins, document, settings) -> list:
                 continue
             findings.append(f)
     findings.sort(key=lambda f: (f.offset, f.rule))
-    return findings
+    return scrub_findings(findings)
+
+
+def call_scanners(plugins, document, settings) -> list[list]:
+    """Every ``kb_scan`` implementation, each guarded (issue 15, isolation).
+
+    The implementations are called one by one in pluggy's order, as the hook call would;
+    an exception in one becomes a ``format.scanner-error`` finding (severity low) for
+    this document and the other scanners' findings stand. Neither the finding nor the
+    log line carries the exception's message (it may quote the document's text): only
+    the scanner's name, the exception type and the code location.
+    """
+    kwargs = {"document": document, "settings": settings}
+    out = []
+    for impl in reversed(plugins.hook.kb_scan.get_hookimpls()):
+        if impl.hookwrapper or getattr(impl, "wrapper", False):
+            continue
+        try:
+            out.append(impl.function(*[kwargs[a] for a in impl.argnames]) or [])
+        except MemoryError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any scanner bug is isolated to a finding
+            out.append([scanner_error(impl.plugin_name, exc)])
+    return out
+
+
+def scanner_error(scanner: str, exc: BaseException) -> Finding:
+    """The finding that stands for a scanner that raised: kind ``format``, severity ``low``."""
+    import traceback
+
+    from loguru import logger
+
+    where = ""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        where = f" at {last.filename.rsplit('/', 1)[-1]}:{last.lineno}"
+    short = scanner.removesuffix(".py").replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[-1]
+    logger.warning("scanner {} failed: {}{} (its findings for this document are missing)",
+                   short, type(exc).__name__, where)
+    text = f"scanner {short} failed: {type(exc).__name__}{where}"
+    return Finding(kind="format", rule="format.scanner-error", severity="low", line=1, column=1, offset=0,
+                   excerpt=text, length=0, match=f"{short}:{type(exc).__name__}", message=text)
 
 
 def _scan_windows(plugins, document, text: str, settings) -> list:
@@ -68,7 +111,7 @@ def _scan_windows(plugins, document, text: str, settings) -> list:
             locations=document.locations,
             metadata={**document.metadata, "scan_window": {"offset": w.scan_start, "document_chars": len(text)}},
         )
-        for batch in plugins.hook.kb_scan(document=piece, settings=settings):
+        for batch in call_scanners(plugins, piece, settings):
             for f in batch or []:
                 offset = f.offset + w.scan_start
                 if f.rule in DOCUMENT_RULES:
@@ -102,6 +145,8 @@ class ScanStage(Stage):
         findings = run_scanners(ctx.plugins, doc, ctx.settings)
         if scan_options(ctx.settings)["redact"] and findings:
             doc.markdown = sanitize(doc.markdown, findings)
+            if doc.title:  # a heading holding a secret becomes the title: masked the same way
+                doc.title = mask_values(doc.title, redacted_values(findings))
         title = doc.title or ctx.name.rsplit("/", 1)[-1]
         shift = body_line_offset(title, doc.markdown)
         decisions = load_decisions(ctx.project.path)
@@ -123,6 +168,24 @@ def kb_stages():
 SEVERITY_RANK = {"low": 0, "medium": 1, "high": 2}
 
 
+# dotfiles that hold credentials: `kbwatch scan DIR` reads them although the watcher
+# ignores hidden files in sources/ (DESIGN §5); named on the command line, any file is read
+SECRET_DOTFILES = (".env", ".npmrc", ".pypirc", ".netrc", ".pgpass", ".git-credentials", ".htpasswd")
+
+
+def file_ext(path) -> str:
+    """The extension a file is parsed as: its suffix, or for a dotfile the first dotted part of
+    its name (``.env.local`` → ``.env``, ``.npmrc`` → ``.npmrc``)."""
+    name = path.name
+    if name.startswith(".") and len(name) > 1:
+        return "." + name[1:].split(".", 1)[0].lower()
+    return path.suffix
+
+
+def _wanted_dotfile(name: str) -> bool:
+    return name.startswith(".") and "." + name[1:].split(".", 1)[0].lower() in SECRET_DOTFILES
+
+
 def _iter_files(paths, patterns):
     import os
     from pathlib import Path
@@ -135,7 +198,7 @@ def _iter_files(paths, patterns):
             for dirpath, dirs, files in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if not is_ignored(d, patterns))
                 for name in sorted(files):
-                    if not is_ignored(name, patterns):
+                    if not is_ignored(name, patterns) or _wanted_dotfile(name):
                         yield Path(dirpath) / name
         else:
             yield p
@@ -161,7 +224,7 @@ def scan_paths(kb, paths, offload=None):
             yield path, [], "not a regular file (symbolic links are not followed)"
             continue
         try:
-            doc = parse_document(kb.plugins, path, path.suffix, settings, offload=offload, text_required=False)
+            doc = parse_document(kb.plugins, path, file_ext(path), settings, offload=offload, text_required=False)
         except StageError as exc:
             yield path, [], exc.message
             continue
@@ -169,6 +232,14 @@ def scan_paths(kb, paths, offload=None):
             yield path, [], f"cannot read: {exc.strerror}"
             continue
         yield path, run_scanners(kb.plugins, ParsedDocument(markdown=doc.markdown), settings), None
+
+
+def _more(count: int, lines: list[int]) -> str:
+    """`` ×3 (lines 4, 9, 12)`` for a group of findings, nothing for one."""
+    if count == 1:
+        return ""
+    shown = ", ".join(map(str, lines[:6])) + (", …" if len(lines) > 6 else "")
+    return f" ×{count} (line{'s' if len(lines) > 1 else ''} {shown})"
 
 
 @hookimpl
@@ -211,8 +282,8 @@ def kb_register_commands(cli):
                     click.echo(f"{path}: not scanned: {error}", err=True)
                 elif not findings:
                     click.echo(f"{path}: clean")
-                for f in findings:
-                    click.echo(f"{path}:{f.line}:{f.column}: {f.severity} {f.kind}/{f.rule}: {f.excerpt}")
+                for f, count, lines, severity in group_findings(findings):
+                    click.echo(f"{path}:{f.line}:{f.column}: {severity} {f.kind}/{f.rule}{_more(count, lines)}: {f.excerpt}")
         finally:
             pool.close()
             kb.close()

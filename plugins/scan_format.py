@@ -12,6 +12,10 @@ Owns the rules:
 - ``format.char-run``         one character repeated ``max_char_run`` times in a row (default 1 000)
 - ``format.replacement-chars`` U+FFFD making up more than 1% of the text (at least 10): a decoding failure
 - ``format.oversized``        the whole document longer than ``max_document_chars`` (default 5 000 000)
+- ``format.pack-imitation``   text that imitates the knowledge pack's own structure: a fence tag,
+  also with look-alike letters (``</knowIedge_pack>``, Cyrillic), a pack section title
+  (``## 片段 / Snippets``), a snippet header or citation (``### [1] parsed/x.md#L1-L3``), the pack's
+  status line or preamble (:mod:`kbwatch.plugins.scanning.fence`; ``ask`` neutralises them)
 
 A large document is scanned in ~1 MB windows (``kbwatch.plugins.scan``): line, paragraph, repeated-line
 and replacement-character counts are then per window; ``format.oversized`` uses the
@@ -32,6 +36,7 @@ from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.config import stage_defaults
 from kbwatch.pipeline.model import Finding
 from kbwatch.plugins.scanning import LineIndex, make_finding, mask_runs, scan_options
+from kbwatch.plugins.scanning.fence import find_imitations
 
 KIND = "format"
 def _opt(opts: dict, key: str) -> int:
@@ -91,6 +96,8 @@ def scan_text(text: str, settings=None, document_chars: int | None = None) -> li
             if c >= max_rep:
                 s = text.find(ln)
                 add("format.repeated-line", "medium", s, s + len(ln), f"line repeated {c} times")
+    for s, e, what in find_imitations(text):
+        add("format.pack-imitation", "medium", s, e, f"text imitates the knowledge pack's {what}")
     bad = text.count("\ufffd")
     if bad >= 10 and bad > len(text) * 0.01:
         s = text.find("\ufffd")

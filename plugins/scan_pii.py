@@ -42,6 +42,17 @@ _MOBILE_GATE = re.compile(r"1[3-9]\d")  # literal-first: a fast test before the 
 CARD_CONTEXT = re.compile(r"(?i)卡号|银行卡|信用卡|借记卡|储蓄卡|银联|card|visa|master|amex|unionpay|account\s*(?:no|number)|账号|帳號|卡號")
 
 
+_USER_COLON = re.compile(r"([A-Za-z0-9._%\-]{1,64}):$")
+_NOT_A_USER = frozenset({"mailto", "email", "e-mail", "mail", "re", "fw", "fwd", "to", "from", "cc", "bcc", "contact",
+                         "reply-to", "sender", "author", "maintainer", "owner", "by", "at", "user", "login", "id"})
+
+
+def _credential_before(text: str, start: int) -> bool:
+    """True when the address is the ``password@host`` part of ``user:password@host``."""
+    m = _USER_COLON.search(text, max(0, start - 65), start)
+    return bool(m and m.group(1).lower() not in _NOT_A_USER and re.search(r"[A-Za-z]", m.group(1)))
+
+
 def ric_valid(s: str, today: _dt.date | None = None) -> bool:
     """True for a structurally valid 18-character Chinese resident ID."""
     if len(s) != 18 or not s[:17].isdigit() or s[17] not in "0123456789Xx":
@@ -117,6 +128,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     for m in (MOBILE.finditer(vt) if _MOBILE_GATE.search(vt) else ()):
         add("pii.cn-mobile", "medium", m.start(1), m.end(1), "mainland China mobile number")
     for m in (EMAIL.finditer(vt) if "@" in vt else ()):
+        if _credential_before(vt, m.start(1)):
+            continue  # user:password@host is a credential (kind secret), not an e-mail address
         add("pii.email", "low", m.start(1), m.end(1), "e-mail address")
     out.sort(key=lambda f: f.offset)
     return out

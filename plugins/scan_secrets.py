@@ -36,8 +36,16 @@ import re
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
 from kbwatch.plugins.scanning import LineIndex, make_finding, scan_options, shannon
+from kbwatch.plugins.scanning.gitleaks import matches as gitleaks_matches, public_values
+
+PUBLIC_VALUES = public_values()
+# gitleaks rules whose shape this scanner owns with its own validation (a JWT header must decode)
+OWN_RULES = frozenset({"jwt", "jwt-base64", "hashicorp-tf-password"})  # password = …: the generic rule
 
 KIND = "secret"
+# Shannon entropy (bits per character) a mixed-class token needs for ``secret.high-entropy``;
+# chosen by leave-one-source-out cross-validation in bench/riskscan.py (--cv)
+ENTROPY_MIN = 4.3
 _B = r"(?<![A-Za-z0-9_])"
 _E = r"(?![A-Za-z0-9_])"
 
@@ -73,7 +81,7 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.facebook-token", "high", re.compile(_B + r"(EAA[MC][A-Za-z0-9]{80,}|\d{15,16}(?:\||%7C)[0-9A-Za-z\-_]{27})" + _E), 1),
     ("secret.sourcegraph-token", "high", re.compile(_B + r"(sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}|sgp_[a-fA-F0-9]{40})" + _E), 1),
     ("secret.notion-token", "high", re.compile(_B + r"(ntn_\d{11}[A-Za-z0-9]{35})" + _E), 1),
-    ("secret.onepassword-token", "high", re.compile(_B + r"(ops_eyJ[A-Za-z0-9+/=]{100,})"), 1),
+    ("secret.onepassword-token", "high", re.compile(_B + r"(ops_eyJ[A-Za-z0-9+/=_\-]{100,})"), 1),
     ("secret.vault-token", "high", re.compile(_B + r"(hvs\.[A-Za-z0-9_\-]{90,}|hvb\.[A-Za-z0-9_\-]{90,})"), 1),
     ("secret.artifactory-key", "high", re.compile(_B + r"(AKCp[A-Za-z0-9]{69}|cmVmd[A-Za-z0-9]{59})" + _E), 1),
     ("secret.twilio-key", "high", re.compile(_B + r"((?:AC|SK)[0-9a-f]{32})" + _E), 1),
@@ -125,9 +133,21 @@ PRIVATE_KEY = re.compile(
     r"|PuTTY-User-Key-File-\d+:[^\n]*\n(?:[^\n]*\n){0,3}Private-Lines:\s*\d+\s*\n([\s\S]{20,400}?)(?:\n\S|\Z)", re.S)
 JWT = re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})")
 URL_CRED = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://([^\s:/@'\"<>]{1,64}):([^\s/@'\"<>]{2,128})@[\w.\-]+")
+# user:pass@host without a scheme (mysql -u admin:pw@db.internal, proxy settings): not an e-mail
+BARE_CRED = re.compile(r"(?<![\w.%/:@\-])([A-Za-z0-9._%\-]{1,64}):([^\s:/@'\"<>`]{6,128})@"
+                       r"(?:[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+|localhost)(?![\w\-])")
+NOT_A_USER = frozenset({"mailto", "email", "e-mail", "mail", "re", "fw", "fwd", "to", "from", "cc", "bcc", "contact",
+                        "reply-to", "sender", "author", "maintainer", "owner", "by", "at", "user", "login", "id"})
+# SQL: CREATE/ALTER USER … IDENTIFIED BY pw; libcurl CURLOPT_(PROXY)USERPWD "user:pw"; curl --oauth2-bearer
+SQL_PW = re.compile(r"(?i)\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,120}?\bidentified\s+by\s+(?:password\s+)?"
+                    r"(['\"]?)([^\s'\";]{4,128})\1")
+CURLOPT_PW = re.compile(r"CURLOPT_(?:PROXY)?USERPWD\s*,\s*\"[^\":\s]*:([^\"\s]{4,128})\"")
+OAUTH2_BEARER = re.compile(r"--oauth2-bearer[ =]+(['\"]?)([A-Za-z0-9+/=_\-.~]{8,512})\1")
+# .npmrc / .yarnrc: _authToken (a UUID for legacy npm tokens, which the generic rules pass over) and _auth
+NPM_AUTH = re.compile(r"(?im)(?:^|[\s:])_auth(?:Token)?\s*[=:]\s*[\"']?([A-Za-z0-9+/=_\-.]{16,200})[\"']?\s*$")
 CONN_STR = re.compile(r"(?i)(?:^|[;\s\"'?&])(?:password|pwd)\s*=\s*([^;'\"\s&]{3,})")
 # curl -u user:pass, also 'user:pass' quoted as one word and after "\" line continuations
-CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n)*?(?:\s-u|\s--user)\s+(?:(['\"])([^\s'\":<>]+):([^\s'\"<>]{2,})\1"
+CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n){0,400}?(?:\s-u|\s--user)\s+(?:(['\"])([^\s'\":<>]+):([^\s'\"<>]{2,})\1"
                   r"|(['\"]?)([^\s'\":<>]+)\4:(['\"]?)([^\s'\"<>]{2,})\6)")
 
 _KEYWORDS = (r"(?:passw(?:or)?d|passwd|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
@@ -135,7 +155,7 @@ _KEYWORDS = (r"(?:passw(?:or)?d|passwd|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'
              r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|contrase[ñn]a|authorization)")
 _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥|安全密钥|密碼|金鑰|密鑰|權杖)"
 ASSIGN = re.compile(
-    r"(?P<key>[\w.\-\[\]]*" + _KEYWORDS + r"[\w.\-]*|[\w]*" + _ZH_KEYS + r"[\w]*)(?P<kq>[\"'`]?)(?:\[\])?\s*"
+    r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?)(?:\[\])?\s*"
     r"(?P<op>:=|=>|===|!==|==|!=|=|:|：|\s(?=[@]?[\"'`]))\s*@?"
     r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)|(?P<uv>[^\s,;\"'`\n()]{1,200}(?:[ ][^\s,;\"'`\n]+){0,6}))",
     re.I)
@@ -201,6 +221,18 @@ def _wordy(v: str) -> bool:
     return covered >= 0.6 * len(v)
 
 
+def _periodic(v: str) -> bool:
+    """A value built by repeating a short unit (``abcd1234abcd1234…``): typed, not generated."""
+    n = len(v)
+    if n < 12:
+        return False
+    for p in range(2, min(17, n // 2 + 1)):
+        same = sum(v[i] == v[i + p] for i in range(n - p))
+        if same >= 0.8 * (n - p):
+            return True
+    return False
+
+
 def _sequential(v: str) -> bool:
     low = v.lower()
     return len(set(low)) <= 2 or low in "abcdefghijklmnopqrstuvwxyz0123456789" or low in "0123456789" * 3
@@ -229,6 +261,8 @@ def _value_ok(v: str, *, quoted: bool) -> bool:
 
 
 _WHOLE_TEXT_MAX = 20_000
+KEY_MAX = 64  # characters of a key name before its keyword
+ZH_KEY_MAX = 8  # the same in CJK text (数据库密码)
 
 
 def _on_lines(pat: re.Pattern, text: str, needles: tuple[str, ...], hay: str | None = None):
@@ -280,6 +314,53 @@ def _provider_matches(pat: re.Pattern, text: str, gates: tuple[str, ...] | None)
         last = le
 
 
+_NOT_VALUE_KEY = re.compile(r"(?i)(?:_id|id|name|size|length|len|file|path|type|url|uri|endpoint|format|field|hint|policy|"
+                            r"prompt|label|expir\w*|count|index|time|timeout|ttl)$")
+_TABLE_KEY = re.compile(r"(?i)^(?:[\w .\-]*?" + _KEYWORDS + r"[\w .\-]*|[\w ]*" + _ZH_KEYS + r"[\w ]*)$")
+_TABLE_ROW = re.compile(r"(?m)^[ \t]*\|.*\|[ \t]*$")
+
+
+def _cells(text: str, s: int, e: int) -> list[tuple[int, int]]:
+    """(start, end) of each cell's stripped content in a Markdown table row ``text[s:e]``."""
+    row = text[s:e]
+    first = row.index("|")
+    last = row.rindex("|")
+    out, pos = [], s + first + 1
+    for part in row[first + 1:last].split("|"):
+        lead = len(part) - len(part.lstrip())
+        out.append((pos + lead, pos + len(part.rstrip())))
+        pos += len(part) + 1
+    return out
+
+
+def _table_values(text: str):
+    """(start, end, key) of table cells holding a value for a secret-named key: the cell right of
+    a ``password``/``密码`` cell, or a cell under a ``password`` column header (Markdown tables, as
+    the CSV and spreadsheet parsers write them)."""
+    header: list[str] | None = None
+    last_end = -2
+    for m in _TABLE_ROW.finditer(text):
+        cells = _cells(text, m.start(), m.end())
+        texts = [text[a:b] for a, b in cells]
+        if m.start() != last_end + 1:
+            header = texts  # a new table starts
+            last_end = m.end()
+            for i in range(1, len(cells)):
+                if _TABLE_KEY.match(texts[i - 1]) and texts[i - 1].strip():
+                    yield cells[i][0], cells[i][1], texts[i - 1]
+            continue
+        last_end = m.end()
+        if all(set(t) <= set("-: ") for t in texts):
+            continue  # the delimiter row
+        for i, (a, b) in enumerate(cells):
+            if b <= a:
+                continue
+            if i and _TABLE_KEY.match(texts[i - 1]) and texts[i - 1].strip():
+                yield a, b, texts[i - 1]
+            elif header and i < len(header) and header[i].strip() and _TABLE_KEY.match(header[i]):
+                yield a, b, header[i]
+
+
 def scan_text(text: str, settings=None) -> list[Finding]:
     opts = scan_options(settings or {})
     index = LineIndex(text)
@@ -292,6 +373,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     def add(rule: str, sev: str, s: int, e: int, msg: str) -> None:
         if e <= s or overlaps(s, e):
             return
+        if text[s:e] in PUBLIC_VALUES:
+            taken.append((s, e))
+            return  # public by value (gitleaks allowlist data): not a leak
         if rule in ("secret.password-assignment", "secret.high-entropy") and any(
                 s < re_ and rs < e for rs, re_ in rejected):
             return  # the provider rule that owns this shape judged it a dummy
@@ -325,6 +409,18 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     rejected.append((m.start(g), m.end(g)))
                     continue  # xoxp-1234-1234-1234-…: dummy ids
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
+    for pat, needles, g, what in ((SQL_PW, ("identified", "IDENTIFIED", "Identified"), 2, "password in a SQL user statement"),
+                                  (CURLOPT_PW, ("CURLOPT_",), 1, "credentials in a libcurl option"),
+                                  (OAUTH2_BEARER, ("--oauth2-bearer",), 2, "bearer token on a curl command line")):
+        for m in _on_lines(pat, text, needles):
+            val = m.group(g)
+            if _value_ok(val, quoted=True) and not val.startswith(("$", "%", "{", "<", ":")):
+                add("secret.password-assignment" if g == 2 and pat is SQL_PW else "secret.curl-credentials",
+                    "high", m.start(g), m.end(g), what)
+    for m in _on_lines(NPM_AUTH, text, ("_auth",)):
+        val = m.group(1)
+        if not _placeholder(val) and not _sequential(val) and not _periodic(val) and re.search(r"\d", val):
+            add("secret.npm-auth-token", "high", m.start(1), m.end(1), "npm registry credential (_authToken/_auth)")
     for m in _on_lines(JWT, text, ("eyJ",)):
         if _jwt_ok(m.group(1)):
             add("secret.jwt", "high", m.start(1), m.end(1), "JSON Web Token")
@@ -333,23 +429,40 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if not _placeholder(pw) or pw.lower() in ("password", "passwd"):
             if not (pw.startswith("$") or pw.startswith("%") or pw.startswith("{{") or pw.startswith("<")):
                 add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials in URL")
+    for m in _on_lines(BARE_CRED, text, ("@",)):
+        user, pw = m.group(1), m.group(2)
+        if user.lower() in NOT_A_USER or not re.search(r"[A-Za-z]", user) or not _value_ok(pw, quoted=True):
+            continue
+        if pw.startswith(("$", "%", "{{", "<")):
+            continue
+        add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials before a host name (user:password@host)")
     # U+0130 is the one character whose lower case is two characters long
     low = (text.replace("\u0130", "I") if "\u0130" in text else text).lower()
     for m in _on_lines(CONN_STR, text, ("pwd", "password"), low):
         if _value_ok(m.group(1), quoted=False):
             add("secret.connection-string", "high", m.start(1), m.end(1), "password in connection string")
-    for m in (CURL.finditer(text) if "curl" in text else ()):
+    for m in (CURL.finditer(text) if "curl" in text and (" -u" in text or "--user" in text) else ()):
         g = 3 if m.group(3) is not None else 7
         pw = m.group(g)
         if len(pw) >= 6 and not pw.startswith("$") and _value_ok(pw, quoted=True):
             add("secret.curl-credentials", "high", m.start(g), m.end(g), "credentials on a curl command line")
+    # provider rules generated from gitleaks' rule set (MIT; kbwatch.plugins.scanning.gitleaks)
+    for rid, gs, ge in gitleaks_matches(text, low):
+        if rid in OWN_RULES:
+            continue
+        tok = text[gs:ge]
+        if _wordy(tok[6:]) or _periodic(tok) or _placeholder(tok) or _placeholder(tok[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3 or _alpha_run(tok, 8):
+            continue  # a dummy of this shape; the generic rules may still judge the line
+        add("secret." + rid, "high", gs, ge, rid.replace("-", " ") + " (gitleaks rule)")
     kw_iter = KEYWORD_FIND_LOWER.finditer(low) if len(low) == len(text) else KEYWORD_FIND.finditer(text)
     # ASSIGN is tried only where a key containing a keyword starts (the start of the identifier
     # around each keyword hit), not at every position of the line: linear in the text size
     starts: list[tuple[int, int]] = []
     for km in kw_iter:
         ks = km.start()
-        while ks > 0 and (text[ks - 1].isalnum() or text[ks - 1] in "_.-[]"):
+        # a key name is short: never walk back over a whole paragraph (CJK text has no spaces)
+        floor = max(0, ks - (ZH_KEY_MAX if ks and ord(text[ks - 1]) >= 0x2E80 else KEY_MAX))
+        while ks > floor and (text[ks - 1].isalnum() or text[ks - 1] in "_.-[]"):
             ks -= 1
         if starts and starts[-1][0] == ks:
             continue
@@ -368,8 +481,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
 
     for m in assign_matches():
         key = m.group("key")
-        if re.search(r"(?i)(?:_id|id|name|size|length|len|file|path|type|url|uri|endpoint|format|field|hint|policy|"
-                     r"prompt|label|expir\w*|count|index|time|timeout|ttl)$", key) or re.search(r"(?i)csrf|xsrf", key):
+        if _NOT_VALUE_KEY.search(key) or re.search(r"(?i)csrf|xsrf", key):
             continue
         if _NEGATED_KEY.match(key):
             continue  # not_secret, no_password, is_token ...: flags, not values
@@ -419,6 +531,15 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if _value_ok(val, quoted=False) and not CODE_REF.match(val):
             add("secret.password-assignment", "high", m.start("uv"), m.start("uv") + len(val), "密码/密钥赋值")
 
+    if "|" in text and KEYWORD_FIND_LOWER.search(low):
+        for vs, ve, key in _table_values(text):
+            val = text[vs:ve]
+            if _NOT_VALUE_KEY.search(key.strip()) or re.search(r"(?i)csrf|xsrf", key):
+                continue
+            if len(val) >= 6 and " " not in val and _value_ok(val, quoted=True) and not _SLUG.fullmatch(val) \
+                    and not CODE_REF.match(val) and re.search(r"\d|[^\w]", val):
+                add("secret.password-assignment", "high", vs, ve, f"value in a {key[:30]} table cell")
+
     url_spans: list[tuple[int, int]] | None = None
     public_spans = [(m.start(), m.end()) for m in PUBLIC_BLOCK.finditer(text)] if "-----BEGIN" in text else []
 
@@ -439,7 +560,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 or re.fullmatch(r"[0-9a-fA-F]+", core) or "/" in core or "+" in core and "=" not in tok and len(core) > 64):
             continue
         classes = sum(bool(re.search(p, core)) for p in (r"[a-z]", r"[A-Z]", r"\d"))
-        if classes < 3 or shannon(core) < 4.3 or re.search(r"[a-z]{12,}|[A-Z]{12,}", core):
+        if classes < 3 or shannon(core) < ENTROPY_MIN or re.search(r"[a-z]{12,}|[A-Z]{12,}", core):
             continue
         if re.match(r"\.[A-Za-z0-9]", text[e:e + 2]):
             continue  # first segment of a dotted compound (host name, malformed JWT/Discord token)

@@ -28,6 +28,7 @@ Owns the rules:
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 
@@ -53,6 +54,8 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 
 def _is_emoji(ch: str) -> bool:
+    if len(ch) != 1:
+        return False
     cp = ord(ch)
     return (0x1F000 <= cp <= 0x1FAFF or 0x2600 <= cp <= 0x27BF or 0x2300 <= cp <= 0x23FF or 0x2B00 <= cp <= 0x2BFF
             or cp in (0xFE0F, 0x20E3, 0x00A9, 0x00AE, 0x203C, 0x2049, 0x2122, 0x2139, 0x3030, 0x303D, 0x3297, 0x3299)
@@ -60,6 +63,8 @@ def _is_emoji(ch: str) -> bool:
 
 
 def _is_han(ch: str) -> bool:
+    if len(ch) != 1:  # "" before the first character of the text
+        return False
     cp = ord(ch)
     return 0x3400 <= cp <= 0x9FFF or 0xF900 <= cp <= 0xFAFF or 0x20000 <= cp <= 0x3FFFF
 
@@ -77,16 +82,31 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     index = LineIndex(text)
     out: list[Finding] = []
 
+    repeats: dict[tuple[str, str], Finding] = {}  # a repeat of the same characters: counted, not rebuilt
+    extra_lines: dict[int, list[int]] = {}
+
     def add(rule, sev, s, e, msg, ex=None):
+        key = (rule, text[s:e] if rule != "hidden-unicode.confusable-word" else text[s:e].lower())
+        if rule in GROUPED and key in repeats:
+            first = repeats[key]
+            extra_lines.setdefault(id(first), []).append(index.position(s)[0])
+            return
         f = make_finding(text, index, opts, kind=KIND, rule=rule, severity=sev, start=s, end=e, message=msg,
                          excerpt_text=ex)
         if f is not None:
             out.append(f)
+            if rule in GROUPED:
+                repeats[key] = f
 
     shy_count = text.count("\xad")
     decoded = {s: (e, ch, dec) for s, e, ch, dec in decode_invisible_runs(text)}
     ansi_spans = [(m.start(), m.end()) for m in ANSI.finditer(text)] if re.search("[\x1b\x80-\x9f]", text) else []
+    ansi_starts = [a for a, _ in ansi_spans]
     for s, e in ansi_spans:
+        first = repeats.get(("hidden-unicode.control-char", text[s:e]))
+        if first is not None:  # a repeat: counted without building its excerpt
+            extra_lines.setdefault(id(first), []).append(index.position(s)[0])
+            continue
         add("hidden-unicode.control-char", "high", s, e, "ANSI escape / C1 control sequence",
             visible(text[max(0, s - 15):e + 15]))
 
@@ -108,7 +128,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             prev = text[s - 1] if s > 0 else ""
             nxt = text[e] if e < len(text) else ""
             if cls == "control":
-                if any(a <= s < b for a, b in ansi_spans):
+                k = bisect.bisect_right(ansi_starts, s) - 1
+                if k >= 0 and ansi_spans[k][0] <= s < ansi_spans[k][1]:
                     continue
                 add("hidden-unicode.control-char", "high", s, e, "control character(s) " + _cps(seg))
             elif cls == "tag":
@@ -173,7 +194,46 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 add("hidden-unicode.confusable-word", "medium", m.start(), m.end(),
                     "Greek/Cyrillic look-alike word inside Latin text")
     out.sort(key=lambda f: f.offset)
-    return out
+    return _group_repeats(out, text, extra_lines)
+
+
+GROUP_MIN = 3  # the same control character(s) more often than this: one finding with a count
+# rules whose repeats are one finding; tag characters and bidi controls keep one finding per
+# span (the sanitiser removes them span by span)
+GROUPED = frozenset({"hidden-unicode.control-char", "hidden-unicode.zero-width", "hidden-unicode.variation-selector",
+                     "hidden-unicode.invisible-filler", "hidden-unicode.private-use", "hidden-unicode.confusable-word"})
+
+
+def _group_repeats(found: list[Finding], text: str, extra_lines: dict[int, list[int]]) -> list[Finding]:
+    """One finding per repeated control character (sequence) instead of one per occurrence.
+
+    A mis-decoded file (Windows-1252 dashes read as Latin-1 give U+0096 at every dash) or a
+    coloured log (``ESC[31m`` on every line) would otherwise give hundreds of findings. The
+    first occurrence stands for the group; its message carries the count and the first lines.
+    Lone C1 controls (U+0080–U+009F) with no ESC anywhere in the text are a decoding problem,
+    not an attack: severity ``low``.
+    """
+    no_esc = "\x1b" not in text
+    for f in found:
+        if f.rule not in GROUPED:
+            continue
+        more = extra_lines.get(id(f), [])
+        match = f.match
+        misdecoded = (f.rule == "hidden-unicode.control-char" and no_esc and match
+                      and all("\x80" <= c <= "\x9f" for c in match))
+        if misdecoded:
+            f.severity = "low"
+        if not more and not misdecoded:
+            continue
+        count = 1 + len(more)
+        lines = sorted({f.line, *more})
+        shown = ", ".join(map(str, lines[:5])) + (" …" if len(lines) > 5 else "")
+        what = f.message.split(" U+", 1)[0] if f.rule != "hidden-unicode.control-char" else "control character(s)"
+        f.message = f"{what} {_cps(match)} ×{count} (line{'s' if len(lines) > 1 else ''} {shown})"
+        if misdecoded:
+            f.message = f"{_cps(match)} ×{count} (line{'s' if len(lines) > 1 else ''} {shown}): " \
+                        "text probably mis-decoded (Windows-1252 read as Latin-1)"
+    return found
 
 
 def _candidate_words(text: str):
@@ -201,6 +261,8 @@ def _latin_neighbours(text: str, s: int, e: int) -> bool:
 
 
 def _is_vs(ch: str) -> bool:
+    if len(ch) != 1:
+        return False
     cp = ord(ch)
     return 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF
 

@@ -114,7 +114,7 @@ HEX40 = "6d2fa" + "beb6a" + "dd229" + "bc199" + "faba2" + "8fd3e" + "fb57d" + "f
     ('clou_pw = "' + "ab12" * 10 + '"', "secret.password-assignment"),
     ("http://api.softlayer.com/soap/v3/" + "ab12" * 16, "secret.softlayer-key"),
     ("glcbt-" + "helloworld380_testin", "secret.gitlab-token"),
-    ("sourcegraph: " + HEX40[:20].upper()[:10] + HEX40[10:], "secret.high-entropy"),
+    ("sourcegraph: " + HEX40[:20].upper()[:10] + HEX40[10:], "secret.sourcegraph-access-token"),  # gitleaks rule
 ])
 def test_positive_dev_fixes(text, rule):
     assert rule in rules(text), text

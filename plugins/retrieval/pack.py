@@ -499,9 +499,12 @@ def build_pack(
         parts.append("## 结果 / Result\n" + (relevance.line if relevance else not_found_line(question)) + "\n"
                      + NOTHING_FOUND)
     else:
+        # document text imitating the pack's own structure is made inert (issue 15, fence integrity)
+        from kbwatch.plugins.scanning.fence import inert
+
         blocks = []
         for n, sn in enumerate(snippets, 1):
-            blocks.append(f"### [{n}] {sn.citation} — {sn.title} (hit: {sn.hit_reason})\n{sn.text}")
+            blocks.append(f"### [{n}] {sn.citation} — {inert(sn.title, one_line=True)} (hit: {sn.hit_reason})\n{inert(sn.text)}")
         parts.append("## 片段 / Snippets\n\n" + "\n\n".join(blocks))
 
     body = neutralize_fence("\n\n".join(parts))

@@ -13,7 +13,7 @@ from kbwatch.pipeline.model import Finding
 
 from .options import fingerprint_allowed, rule_allowed
 
-__all__ = ['LineIndex', 'dedupe', 'excerpt', 'make_finding', 'mask_runs', 'mask_value', 'shannon', 'visible']
+__all__ = ['LineIndex', 'dedupe', 'excerpt', 'group_findings', 'one_line', 'scrub_findings', 'make_finding', 'mask_runs', 'mask_value', 'shannon', 'visible']
 
 # --------------------------------------------------------------------------
 # positions and excerpts
@@ -90,6 +90,11 @@ def visible(s: str) -> str:
     return "".join(out)
 
 
+def one_line(s: str) -> str:
+    """An excerpt on one line: invisible characters as ``<U+XXXX>``, line breaks as ``⏎``."""
+    return visible(s).translate(_EXCERPT_CLEAN)
+
+
 def excerpt(text: str, start: int, end: int, *, secret: bool = False, context: int = 20,
             max_match: int = 80) -> str:
     """A one-line excerpt around ``text[start:end]``.
@@ -119,13 +124,83 @@ def make_finding(text: str, index: LineIndex, opts: dict[str, Any], *, kind: str
     match = text[start:end]
     f = Finding(
         kind=kind, rule=rule, severity=severity, line=line, column=col, offset=start,
-        excerpt=excerpt_text if excerpt_text is not None else excerpt(
+        excerpt=one_line(excerpt_text) if excerpt_text is not None else excerpt(
             text, start, end, secret=secret, context=int(opts["excerpt_context"])),
         length=end - start, match=match, redact=redact, message=message,
     )
     if fingerprint_allowed(opts, f.fingerprint):
         return None
     return f
+
+
+GRAM = 7  # never more than 6 characters of a secret: any 7 in a row are hidden
+
+
+def _grams(values: Iterable[str]) -> set[str]:
+    out: set[str] = set()
+    for v in values:
+        for form in {v, visible(v).translate(_EXCERPT_CLEAN)}:
+            out.update(form[i:i + GRAM] for i in range(len(form) - GRAM + 1))
+    return out
+
+
+def _scrub(s: str, grams: set[str]) -> str:
+    """``s`` with every stretch covered by a 7-character piece of a hidden value replaced by ``…``."""
+    if len(s) < GRAM:
+        return s
+    hidden = bytearray(len(s))
+    hit = False
+    for i in range(len(s) - GRAM + 1):
+        if s[i:i + GRAM] in grams:
+            hidden[i:i + GRAM] = b"\x01" * GRAM
+            hit = True
+    if not hit:
+        return s
+    out, i = [], 0
+    while i < len(s):
+        if hidden[i]:
+            while i < len(s) and hidden[i]:
+                i += 1
+            out.append("…")
+        else:
+            out.append(s[i])
+            i += 1
+    return "".join(out)
+
+
+def scrub_findings(findings: list[Finding]) -> list[Finding]:
+    """Hide every detected secret or personal value from every finding's excerpt and message.
+
+    Each scanner masks its own match, but an excerpt's context can hold a value another
+    scanner found (a PII finding's excerpt carrying the password on the line above), and a
+    format or hidden-Unicode excerpt can cut through a key. Every run of 7 characters that
+    also occurs in a detected ``secret`` or ``pii`` value (or in a redacted one) is replaced,
+    so no excerpt shows more than 6 characters of any of them.
+    """
+    values = [f.match for f in findings if f.match and len(f.match) >= GRAM and (f.redact or f.kind in ("secret", "pii"))]
+    if not values:
+        return findings
+    grams = _grams(values)
+    for f in findings:
+        f.excerpt = _scrub(f.excerpt, grams)
+        f.message = _scrub(f.message, grams)
+    return findings
+
+
+_SEVERITY = {"low": 0, "medium": 1, "high": 2}
+
+
+def group_findings(findings: Iterable[Finding]) -> list[tuple[Finding, int, list[int], str]]:
+    """Findings grouped per rule, for people to read: ``(first, count, lines, severity)`` in
+    the order each rule first occurs; ``severity`` is the group's highest."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.rule, []).append(f)
+    out = []
+    for fs in groups.values():
+        sev = max((f.severity for f in fs), key=lambda s: _SEVERITY.get(s, 0))
+        out.append((fs[0], len(fs), sorted({f.line for f in fs}), sev))
+    return out
 
 
 def dedupe(findings: Iterable[Finding]) -> list[Finding]:

@@ -1,0 +1,425 @@
+"""Parsing on a Dask cluster: ``[stages.parse] executor = "dask://HOST:PORT"`` or ``"dask-local:N"``.
+
+Owns both sides of a parse task sent to Dask (``distributed``, the optional
+``kbwatch[cluster]`` extra):
+
+- the coordinator (:class:`DaskExecutor`, the watcher's process): connects
+  to the scheduler (or starts a LocalCluster), ships each call's
+  :class:`~kbwatch.pipeline.executors.ShippedFile` as bytes (up to
+  ``ship_max_mb``), by path when it lies under ``shared_path_prefix``, else
+  runs the call on the local pool; waits for the result; tells the runner
+  where it ran and how many workers died under it. Only the parse leaves the
+  machine: every result comes back here and the commit stays here.
+- the worker (:func:`remote_call`, run inside a Dask worker): refuses a
+  kbwatch version other than the watcher's, writes shipped bytes to a private
+  temporary file, and runs the function in that worker's own local
+  :class:`~kbwatch.pipeline.workers.WorkerPool`, so every parse keeps its own
+  hard timeout and memory cap (Dask cannot stop a running task; the pool
+  kills its child process at the timeout).
+
+Failures:
+
+- a Dask worker that dies mid-task: the scheduler runs the task elsewhere;
+  the number of deaths under it (the scheduler's ``suspicious`` count) comes
+  back with the placement and the parse stage journals it;
+- a document that kills every worker it lands on: the scheduler gives up
+  after ``max_worker_deaths`` deaths (its ``allowed-failures`` is set to
+  ``max_worker_deaths - 1`` on connect), and the run fails as
+  ``worker deaths``, once;
+- the scheduler unreachable or lost (a call in flight is cancelled by the
+  client): ``cluster_unavailable = "local"`` parses here meanwhile and tries
+  the cluster again after a pause; ``"wait"`` retries with backoff until it
+  is back (or the service stops). A parse has no side effect, so running it
+  again is safe, and its one result is committed once.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+from loguru import logger
+
+from kbwatch.pipeline import __version__
+from kbwatch.pipeline.errors import PermanentError, StageError, TransientError
+from kbwatch.pipeline.executors import LocalExecutor, ShippedFile, set_placement
+
+CONNECT_TIMEOUT = 5.0  # seconds to reach the scheduler
+RETRY_CLUSTER_AFTER = 5.0  # "local" fallback: seconds before the cluster is tried again
+WAIT_BACKOFF_MAX = 30.0  # "wait": longest pause between two tries
+POLL = 0.5  # how often a waiting call looks at shutdown
+
+
+class _Unavailable(Exception):
+    """The scheduler cannot be reached, or the connection was lost under a call."""
+
+
+# ------------------------------------------------------------------ worker side
+
+
+class _Shipped:
+    """A file's bytes, sent with the task (its name keeps the extension parsers look at)."""
+
+    __slots__ = ("name", "data")
+
+    def __init__(self, name: str, data: bytes):
+        self.name, self.data = name, data
+
+
+_POOLS: dict[tuple, Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _watched_warmup(settings: dict) -> None:
+    """A pool child's warm-up on a Dask worker: exit when that worker dies (a SIGKILLed
+    worker cannot kill its children), then the usual plugin warm-up."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="kbwatch-parent-watch", daemon=True).start()
+    from kbwatch.pipeline.parsing import worker_warmup
+
+    worker_warmup(settings)
+
+
+def _worker_pool(settings: dict, memory_mb: int):
+    """This Dask worker process's parse pool, one child per worker thread."""
+    import multiprocessing as mp
+
+    from kbwatch.pipeline.workers import WorkerPool
+
+    key = (memory_mb, repr((settings.get("_root"), settings["pipeline"]["plugins"], settings["pipeline"].get("disable"))))
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            # a nanny starts its worker as a daemonic process, and multiprocessing refuses
+            # children to those; the children here are daemonic themselves and watch us
+            mp.current_process()._config["daemon"] = False
+            try:
+                from distributed import get_worker
+
+                size = get_worker().state.nthreads
+            except Exception:
+                size = 1
+            pool = _POOLS[key] = WorkerPool(size, memory_mb=memory_mb,
+                                            warmup=functools.partial(_watched_warmup, settings))
+        return pool
+
+
+def _where() -> dict:
+    try:
+        from distributed import get_worker
+
+        address = get_worker().address
+    except Exception:
+        address = None
+    return {"worker": address, "host": socket.gethostname(), "pid": os.getpid()}
+
+
+def remote_call(version: str, target: str, args: tuple, kwargs: dict, timeout: float | None,
+                settings: dict) -> tuple:
+    """Run ``target`` ("module:function") in this worker's parse pool; a tagged tuple back.
+
+    ``("ok", result, where)``, ``("stage", class name, message, reason, where)``
+    or ``("version", this worker's version, where)``. Plain values only cross
+    the wire, so a worker with another kbwatch can still say so.
+    """
+    where = _where()
+    if version != __version__:
+        return ("version", __version__, where)
+    tmp = None
+    try:
+        real_args = []
+        for a in args:
+            if isinstance(a, _Shipped):
+                if tmp is None:
+                    tmp = tempfile.mkdtemp(prefix="kbwatch-parse-")
+                path = Path(tmp) / a.name
+                path.write_bytes(a.data)
+                a = str(path)
+            real_args.append(a)
+        module, _, name = target.partition(":")
+        fn = getattr(importlib.import_module(module), name)
+        pool = _worker_pool(settings, settings["stages"]["parse"].get("memory_mb", 0))
+        return ("ok", pool.call(fn, *real_args, timeout=timeout, **kwargs), where)
+    except StageError as exc:
+        return ("stage", type(exc).__name__, exc.message, exc.reason, where)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _set_allowed_failures(n: int, dask_scheduler=None) -> int:
+    dask_scheduler.allowed_failures = n
+    return n
+
+
+def _suspicious(key: str, dask_scheduler=None) -> int:
+    ts = dask_scheduler.tasks.get(key)
+    return ts.suspicious if ts is not None else 0
+
+
+# ------------------------------------------------------------- coordinator side
+
+
+class DaskExecutor:
+    """Parse tasks on a Dask cluster (see the module docstring); the runner's executor."""
+
+    def __init__(self, kind: str, arg: Any, settings: dict, local: LocalExecutor):
+        self.kind = kind  # "dask" (an existing scheduler) or "dask-local"
+        self.address = arg if kind == "dask" else None
+        self.n_local = arg if kind == "dask-local" else 0
+        self.settings = settings
+        parse = settings["stages"]["parse"]
+        self.ship_max = parse.get("ship_max_mb", 64) * 1024 * 1024
+        self.shared_prefix = parse.get("shared_path_prefix", "")
+        self.max_deaths = parse.get("max_worker_deaths", 3)
+        self.when_unavailable = parse.get("cluster_unavailable", "local")
+        self.local = local
+        self._lock = threading.Lock()
+        self._client = None
+        self._cluster = None
+        self._down_until = 0.0
+        self._closed = False
+        self._in_flight = 0
+        self._version_warned: set[str] = set()
+        self.counts = {"remote": 0, "local": 0, "worker_deaths": 0, "unavailable": 0}
+
+    # -- the connection ---------------------------------------------------------
+    def _connect(self):
+        """The client (connecting or starting the LocalCluster on first use); _Unavailable if not now."""
+        with self._lock:
+            if self._closed:
+                raise TransientError("the service is shutting down", reason="shutdown")
+            if self._client is not None:
+                return self._client
+            if time.monotonic() < self._down_until:
+                raise _Unavailable(f"the Dask scheduler {self.address} was unavailable moments ago")
+            try:
+                from distributed import Client
+            except ImportError:
+                raise PermanentError(
+                    "[stages.parse] executor names Dask, but distributed is not installed "
+                    "(pip install 'kbwatch[cluster]')", reason="cluster") from None
+            try:
+                if self.kind == "dask-local":
+                    if self._cluster is None:
+                        from distributed import LocalCluster
+
+                        self._cluster = LocalCluster(
+                            n_workers=self.n_local, threads_per_worker=1, processes=True,
+                            dashboard_address=None, host="127.0.0.1", scheduler_port=0,
+                            silence_logs=40,
+                        )
+                        self.address = self._cluster.scheduler_address
+                    client = Client(self._cluster, timeout=CONNECT_TIMEOUT, set_as_default=False)
+                else:
+                    client = Client(self.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+                client.run_on_scheduler(_set_allowed_failures, max(0, self.max_deaths - 1))
+            except Exception as exc:
+                self._down_until = time.monotonic() + RETRY_CLUSTER_AFTER
+                raise _Unavailable(f"cannot reach the Dask scheduler {self.address}: {exc}") from None
+            logger.info("parsing on the Dask cluster at {}", self.address)
+            self._client = client
+            return client
+
+    def _lost(self, client, why: str) -> None:
+        """Forget a client whose scheduler went away (once, whichever call saw it first)."""
+        with self._lock:
+            if self._client is not client:
+                return
+            self._client = None
+            self._down_until = time.monotonic() + RETRY_CLUSTER_AFTER
+        logger.warning("lost the Dask scheduler {}: {}", self.address, why)
+        threading.Thread(target=_close_quietly, args=(client,), daemon=True).start()
+
+    # -- one call -------------------------------------------------------------------
+    def call(self, fn: Callable, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        shipped = self._ship(args)
+        if shipped is None:  # a file neither shipped nor on a shared mount: parse it here
+            return self._local(fn, args, kwargs, timeout, why="too large to ship")
+        pause = 1.0
+        while True:
+            try:
+                return self._remote(fn, shipped, kwargs, timeout)
+            except _Unavailable as exc:
+                with self._lock:
+                    self.counts["unavailable"] += 1
+                if self.when_unavailable == "local":
+                    return self._local(fn, args, kwargs, timeout, why=str(exc))
+                logger.warning("{}; trying again in {:.0f} s", exc, pause)
+                self._sleep(pause)
+                pause = min(WAIT_BACKOFF_MAX, pause * 2)
+
+    def _ship(self, args: tuple) -> tuple | None:
+        out = []
+        for a in args:
+            if isinstance(a, ShippedFile):
+                size = os.stat(a).st_size
+                if size <= self.ship_max:
+                    a = _Shipped(Path(a).name, Path(a).read_bytes())
+                elif not (self.shared_prefix and os.path.abspath(a).startswith(self.shared_prefix)):
+                    return None
+                else:
+                    a = str(a)
+            out.append(a)
+        return tuple(out)
+
+    def _local(self, fn, args, kwargs, timeout, why: str) -> Any:
+        with self._lock:
+            self.counts["local"] += 1
+        result = self.local.call(fn, *args, timeout=timeout, **kwargs)
+        set_placement({"executor": "local", "fallback": why})
+        return result
+
+    def _remote(self, fn, args, kwargs, timeout) -> Any:
+        from concurrent.futures import CancelledError
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        from distributed import KilledWorker
+
+        client = self._connect()
+        target = f"{fn.__module__}:{fn.__qualname__}"
+        key = f"kbwatch-parse-{uuid.uuid4().hex}"
+        with self._lock:
+            self._in_flight += 1
+        try:
+            try:
+                future = client.submit(remote_call, __version__, target, args, kwargs, timeout, self.settings,
+                                       key=key, pure=False, retries=0)
+            except Exception as exc:
+                self._lost(client, str(exc))
+                raise _Unavailable(f"the Dask scheduler {self.address} did not take the task: {exc}") from None
+            while True:
+                if self._closed:
+                    future.cancel()
+                    raise TransientError("the service is shutting down", reason="shutdown")
+                try:
+                    reply = future.result(timeout=POLL)
+                    break
+                except FutureTimeout:
+                    if client.status not in ("running", "connecting", "newly-created"):
+                        self._lost(client, f"client {client.status}")
+                        raise _Unavailable(f"lost the Dask scheduler {self.address}") from None
+                except KilledWorker:
+                    deaths = self._deaths(client, key, default=self.max_deaths)
+                    with self._lock:
+                        self.counts["worker_deaths"] += deaths
+                    raise PermanentError(
+                        f"the parse killed {deaths} Dask workers in a row "
+                        f"(stages.parse.max_worker_deaths = {self.max_deaths}); not tried again",
+                        reason="worker deaths") from None
+                except CancelledError:
+                    if self._closed:
+                        raise TransientError("the service is shutting down", reason="shutdown") from None
+                    self._lost(client, "the task was cancelled (connection lost)")
+                    raise _Unavailable(f"lost the Dask scheduler {self.address} during a parse") from None
+                except (OSError, ConnectionError) as exc:
+                    self._lost(client, str(exc))
+                    raise _Unavailable(f"lost the Dask scheduler {self.address}: {exc}") from None
+                except Exception as exc:  # the task could not even run there (no kbwatch on the worker...)
+                    raise TransientError(
+                        f"the Dask worker could not run the parse task ({type(exc).__name__}: {exc}); "
+                        f"is kbwatch {__version__} installed on every worker?", reason="cluster") from None
+            deaths = self._deaths(client, key, default=0)
+            future.release()
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+        status, *payload = reply
+        where = payload[-1]
+        placement = {"executor": self.kind, "address": self.address, **where, "worker_deaths": deaths}
+        with self._lock:
+            self.counts["remote"] += 1
+            self.counts["worker_deaths"] += deaths
+        set_placement(placement)
+        if status == "ok":
+            return payload[0]
+        if status == "version":
+            theirs = payload[0]
+            message = (f"the Dask worker {where.get('worker')} runs kbwatch {theirs} but this watcher runs "
+                       f"{__version__}: refused; install kbwatch {__version__} on every worker")
+            if where.get("worker") not in self._version_warned:
+                self._version_warned.add(where.get("worker"))
+                logger.error(message)
+            raise TransientError(message, reason="version mismatch")
+        cls_name, message, reason = payload[0], payload[1], payload[2]
+        cls = TransientError if cls_name == "TransientError" else PermanentError
+        raise cls(message, reason=reason)
+
+    def _deaths(self, client, key: str, default: int) -> int:
+        try:
+            return int(client.run_on_scheduler(_suspicious, key))
+        except Exception:
+            return default
+
+    def _sleep(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self._closed:
+                raise TransientError("the service is shutting down", reason="shutdown")
+            time.sleep(min(POLL, deadline - time.monotonic()))
+
+    # -- the executor interface ----------------------------------------------------------
+    def prestart(self) -> None:
+        """Connect (start the LocalCluster) in the background; the local pool starts on demand."""
+        def go():
+            try:
+                self._connect()
+            except Exception as exc:
+                logger.warning("{}", exc)
+
+        threading.Thread(target=go, name="kbwatch-dask-connect", daemon=True).start()
+
+    def reap(self, max_idle: float) -> int:
+        return self.local.reap(max_idle)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            client, cluster = self._client, self._cluster
+            self._client = self._cluster = None
+        if client is not None:
+            _close_quietly(client)
+        if cluster is not None:
+            _close_quietly(cluster)
+        self.local.close()
+
+    def status(self) -> dict:
+        with self._lock:
+            client, in_flight = self._client, self._in_flight
+            counts = dict(self.counts)
+        workers = None
+        state = "not connected"
+        if client is not None:
+            state = "connected" if client.status == "running" else client.status
+            try:
+                workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
+            except TypeError:  # older distributed: no n_workers
+                workers = len(client.scheduler_info().get("workers", {}))
+            except Exception:
+                workers = None
+        elif time.monotonic() < self._down_until:
+            state = "unavailable"
+        return {"kind": self.kind, "address": self.address, "workers": workers, "in_flight": in_flight,
+                "state": state, "fallback": self.when_unavailable, **counts}
+
+
+def _close_quietly(obj) -> None:
+    try:
+        obj.close()
+    except Exception:
+        pass

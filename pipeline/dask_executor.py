@@ -221,7 +221,8 @@ class DaskExecutor:
 
                         self._cluster = LocalCluster(
                             n_workers=self.n_local, threads_per_worker=1, processes=True,
-                            dashboard_address=None, host="127.0.0.1", scheduler_port=0,
+                            dashboard_address=None, scheduler_kwargs={"dashboard": False},
+                            host="127.0.0.1", scheduler_port=0,
                             silence_logs=40,
                         )
                         self.address = self._cluster.scheduler_address
@@ -406,10 +407,8 @@ class DaskExecutor:
         state = "not connected"
         if client is not None:
             state = "connected" if client.status == "running" else client.status
-            try:
-                workers = len(client.scheduler_info(n_workers=-1).get("workers", {}))
-            except TypeError:  # older distributed: no n_workers
-                workers = len(client.scheduler_info().get("workers", {}))
+            try:  # totals only (no per-worker details)
+                workers = client.scheduler_info(n_workers=0).get("n_workers")
             except Exception:
                 workers = None
         elif time.monotonic() < self._down_until:

@@ -173,6 +173,8 @@ class Journal:
                      "queue": int, "in_flight": int, "stopped_at": float},
                     pk="id",
                 )
+            if "executor" not in db["service"].columns_dict:  # where parses run (JSON), for kbwatch status
+                db["service"].add_column("executor", str)
 
     # -- runs --------------------------------------------------------------
     def start_run(self, row: dict[str, Any]) -> None:

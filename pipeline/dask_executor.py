@@ -20,8 +20,9 @@ Owns both sides of a parse task sent to Dask (``distributed``, the optional
 Failures:
 
 - a Dask worker that dies mid-task: the scheduler runs the task elsewhere;
-  the number of deaths under it (the scheduler's ``suspicious`` count) comes
-  back with the placement and the parse stage journals it;
+  the deaths under it (the scheduler's ``remove-worker`` events, to which the
+  client subscribes: no extra round trip per task) come back with the
+  placement and the parse stage journals them;
 - a document that kills every worker it lands on: the scheduler gives up
   after ``max_worker_deaths`` deaths (its ``allowed-failures`` is set to
   ``max_worker_deaths - 1`` on connect), and the run fails as
@@ -154,7 +155,10 @@ def remote_call(version: str, target: str, args: tuple, kwargs: dict, timeout: f
         module, _, name = target.partition(":")
         fn = getattr(importlib.import_module(module), name)
         pool = _worker_pool(settings, settings["stages"]["parse"].get("memory_mb", 0))
-        return ("ok", pool.call(fn, *real_args, timeout=timeout, **kwargs), where)
+        t0 = time.perf_counter()
+        result = pool.call(fn, *real_args, timeout=timeout, **kwargs)
+        where["seconds"] = round(time.perf_counter() - t0, 4)
+        return ("ok", result, where)
     except StageError as exc:
         return ("stage", type(exc).__name__, exc.message, exc.reason, where)
     finally:
@@ -165,11 +169,6 @@ def remote_call(version: str, target: str, args: tuple, kwargs: dict, timeout: f
 def _set_allowed_failures(n: int, dask_scheduler=None) -> int:
     dask_scheduler.allowed_failures = n
     return n
-
-
-def _suspicious(key: str, dask_scheduler=None) -> int:
-    ts = dask_scheduler.tasks.get(key)
-    return ts.suspicious if ts is not None else 0
 
 
 # ------------------------------------------------------------- coordinator side
@@ -196,6 +195,7 @@ class DaskExecutor:
         self._closed = False
         self._in_flight = 0
         self._version_warned: set[str] = set()
+        self._deaths: dict[str, int] = {}  # task key -> workers that died running it (scheduler events)
         self.counts = {"remote": 0, "local": 0, "worker_deaths": 0, "unavailable": 0}
 
     # -- the connection ---------------------------------------------------------
@@ -230,12 +230,26 @@ class DaskExecutor:
                 else:
                     client = Client(self.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
                 client.run_on_scheduler(_set_allowed_failures, max(0, self.max_deaths - 1))
+                client.subscribe_topic("all", self._scheduler_event)
             except Exception as exc:
                 self._down_until = time.monotonic() + RETRY_CLUSTER_AFTER
                 raise _Unavailable(f"cannot reach the Dask scheduler {self.address}: {exc}") from None
             logger.info("parsing on the Dask cluster at {}", self.address)
             self._client = client
             return client
+
+    def _scheduler_event(self, event) -> None:
+        """The scheduler's "all" topic: a worker that died (not retired) with parse tasks on it."""
+        try:
+            msg = event[1]
+            if msg.get("action") != "remove-worker" or msg.get("expected"):
+                return
+            with self._lock:
+                for key in msg.get("processing-tasks") or ():
+                    if isinstance(key, str) and key in self._deaths:
+                        self._deaths[key] += 1
+        except Exception:  # an event of another shape: not ours to judge
+            pass
 
     def _lost(self, client, why: str) -> None:
         """Forget a client whose scheduler went away (once, whichever call saw it first)."""
@@ -297,6 +311,7 @@ class DaskExecutor:
         key = f"kbwatch-parse-{uuid.uuid4().hex}"
         with self._lock:
             self._in_flight += 1
+            self._deaths[key] = 0
         try:
             try:
                 future = client.submit(remote_call, __version__, target, args, kwargs, timeout, self.settings,
@@ -316,7 +331,7 @@ class DaskExecutor:
                         self._lost(client, f"client {client.status}")
                         raise _Unavailable(f"lost the Dask scheduler {self.address}") from None
                 except KilledWorker:
-                    deaths = self._deaths(client, key, default=self.max_deaths)
+                    deaths = self._deaths.get(key) or self.max_deaths
                     with self._lock:
                         self.counts["worker_deaths"] += deaths
                     raise PermanentError(
@@ -335,11 +350,11 @@ class DaskExecutor:
                     raise TransientError(
                         f"the Dask worker could not run the parse task ({type(exc).__name__}: {exc}); "
                         f"is kbwatch {__version__} installed on every worker?", reason="cluster") from None
-            deaths = self._deaths(client, key, default=0)
             future.release()
         finally:
             with self._lock:
                 self._in_flight -= 1
+                deaths = self._deaths.pop(key, 0)
         status, *payload = reply
         where = payload[-1]
         placement = {"executor": self.kind, "address": self.address, **where, "worker_deaths": deaths}
@@ -360,12 +375,6 @@ class DaskExecutor:
         cls_name, message, reason = payload[0], payload[1], payload[2]
         cls = TransientError if cls_name == "TransientError" else PermanentError
         raise cls(message, reason=reason)
-
-    def _deaths(self, client, key: str, default: int) -> int:
-        try:
-            return int(client.run_on_scheduler(_suspicious, key))
-        except Exception:
-            return default
 
     def _sleep(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds

@@ -47,8 +47,9 @@ def _placement_words(where: dict) -> str:
         return f"locally ({where.get('fallback') or 'local pool'})"
     deaths = where.get("worker_deaths") or 0
     again = f", after {deaths} worker death(s)" if deaths else ""
+    took = f", {where['seconds']:.2f} s" if where.get("seconds") is not None else ""
     return (f"on {where.get('executor')} worker {where.get('worker')} (host {where.get('host')}, "
-            f"scheduler {where.get('address')}{again})")
+            f"scheduler {where.get('address')}{took}{again})")
 
 
 @hookimpl

@@ -380,6 +380,7 @@ def child_executors(spec: str, listfile: Path, root: Path, repeat: int) -> None:
     import functools
     from concurrent.futures import ThreadPoolExecutor
 
+    from kbwatch.pipeline.errors import StageError
     from kbwatch.pipeline.executors import last_placement, make_executor
     from kbwatch.pipeline.parsing import parse_document, worker_warmup
     from kbwatch.pipeline.plugins import build_plugin_manager
@@ -400,7 +401,10 @@ def child_executors(spec: str, listfile: Path, root: Path, repeat: int) -> None:
 
     def one(ex, item):
         path, ext = item
-        parse_document(plugins, path, ext, settings, offload=ex.call)
+        try:
+            parse_document(plugins, path, ext, settings, offload=ex.call)
+        except StageError:  # "no text" (parse_document's rule, not select_files'): parsed all the same
+            pass
         where = last_placement() or {}
         return where.get("seconds", 0.0)
 

@@ -58,6 +58,7 @@ CONNECT_TIMEOUT = 5.0  # seconds to reach the scheduler
 RETRY_CLUSTER_AFTER = 5.0  # "local" fallback: seconds before the cluster is tried again
 WAIT_BACKOFF_MAX = 30.0  # "wait": longest pause between two tries
 POLL = 0.5  # how often a waiting call looks at shutdown
+NO_WORKERS_GRACE = 10.0  # a cluster left with no worker this long counts as unavailable
 
 
 class _Unavailable(Exception):
@@ -214,6 +215,7 @@ class DaskExecutor:
                 raise PermanentError(
                     "[stages.parse] executor names Dask, but distributed is not installed "
                     "(pip install 'kbwatch[cluster]')", reason="cluster") from None
+            client = None
             try:
                 if self.kind == "dask-local":
                     if self._cluster is None:
@@ -229,11 +231,15 @@ class DaskExecutor:
                     client = Client(self._cluster, timeout=CONNECT_TIMEOUT, set_as_default=False)
                 else:
                     client = Client(self.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+                if not _workers(client):  # a scheduler with no worker would hold every parse forever
+                    client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
                 client.run_on_scheduler(_set_allowed_failures, max(0, self.max_deaths - 1))
                 client.subscribe_topic("all", self._scheduler_event)
             except Exception as exc:
                 self._down_until = time.monotonic() + RETRY_CLUSTER_AFTER
-                raise _Unavailable(f"cannot reach the Dask scheduler {self.address}: {exc}") from None
+                if client is not None:
+                    threading.Thread(target=_close_quietly, args=(client,), daemon=True).start()
+                raise _Unavailable(f"cannot use the Dask scheduler {self.address}: {type(exc).__name__}: {exc}") from None
             logger.info("parsing on the Dask cluster at {}", self.address)
             self._client = client
             return client
@@ -319,6 +325,8 @@ class DaskExecutor:
             except Exception as exc:
                 self._lost(client, str(exc))
                 raise _Unavailable(f"the Dask scheduler {self.address} did not take the task: {exc}") from None
+            checked = time.monotonic()
+            no_workers_since = None
             while True:
                 if self._closed:
                     future.cancel()
@@ -330,6 +338,17 @@ class DaskExecutor:
                     if client.status not in ("running", "connecting", "newly-created"):
                         self._lost(client, f"client {client.status}")
                         raise _Unavailable(f"lost the Dask scheduler {self.address}") from None
+                    now = time.monotonic()
+                    if now - checked >= 2.0:  # a cluster whose workers all went away holds the task forever
+                        checked = now
+                        if _workers(client) == 0:
+                            no_workers_since = no_workers_since or now
+                            if now - no_workers_since >= NO_WORKERS_GRACE:
+                                future.cancel()
+                                self._lost(client, f"no worker for {NO_WORKERS_GRACE:g} s")
+                                raise _Unavailable(f"the Dask scheduler {self.address} has no worker") from None
+                        else:
+                            no_workers_since = None
                 except KilledWorker:
                     deaths = self._deaths.get(key) or self.max_deaths
                     with self._lock:
@@ -416,14 +435,19 @@ class DaskExecutor:
         state = "not connected"
         if client is not None:
             state = "connected" if client.status == "running" else client.status
-            try:  # totals only (no per-worker details)
-                workers = client.scheduler_info(n_workers=0).get("n_workers")
-            except Exception:
-                workers = None
+            workers = _workers(client)
         elif time.monotonic() < self._down_until:
             state = "unavailable"
         return {"kind": self.kind, "address": self.address, "workers": workers, "in_flight": in_flight,
                 "state": state, "fallback": self.when_unavailable, **counts}
+
+
+def _workers(client) -> int | None:
+    """How many workers the scheduler has now (None: it did not say)."""
+    try:
+        return client.scheduler_info(n_workers=0).get("n_workers")
+    except Exception:
+        return None
 
 
 def _close_quietly(obj) -> None:

@@ -325,6 +325,47 @@ def test_wait_mode_waits_for_the_scheduler_then_parses_there(tmp_path):
                for m in diagnostics(project))
 
 
+def test_a_lost_scheduler_means_local_parses_until_it_is_back(tmp_path, monkeypatch):
+    """One executor (as the service keeps): on the cluster; the scheduler killed -> here; the
+    scheduler and a worker back (a worker exits with its scheduler; systemd restarts it) ->
+    on the cluster again."""
+    from kbwatch.pipeline import dask_executor
+    from kbwatch.pipeline.executors import ShippedFile, last_placement
+    from kbwatch.pipeline.parsing import parse_in_worker
+
+    monkeypatch.setattr(dask_executor, "RETRY_CLUSTER_AFTER", 0.5)
+    own = Cluster(tmp_path, workers=1)
+    try:
+        own.wait_workers(1)
+        root = make_root(tmp_path, f"dask://127.0.0.1:{own.port}")
+        kb, settings = _settings(root, f"dask://127.0.0.1:{own.port}")
+        remote, _ = _executors(kb, settings)
+        src = tmp_path / "x.slow"
+        src.write_text("0 some text\n")
+        placements = []
+        try:
+            for step in ("up", "killed", "back"):
+                if step == "killed":
+                    own.kill_scheduler()
+                elif step == "back":
+                    own.start_scheduler()
+                    own._spawn("worker", own.address, "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1")
+                    own.wait_workers(1)
+                    time.sleep(0.6)  # past RETRY_CLUSTER_AFTER
+                doc = remote.call(parse_in_worker, ShippedFile(src), ".slow", settings, timeout=30)
+                assert "some text" in doc.markdown
+                placements.append(dict(last_placement()))
+            status = remote.status()
+        finally:
+            remote.close()
+            kb.close()
+    finally:
+        own.stop()
+    assert [p["executor"] for p in placements] == ["dask", "local", "dask"], placements
+    assert "Dask scheduler" in placements[1]["fallback"]
+    assert status["remote"] == 2 and status["local"] == 1 and status["unavailable"] >= 1
+
+
 # ------------------------------------------------------------- the executor itself
 
 

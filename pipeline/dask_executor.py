@@ -189,7 +189,8 @@ class DaskExecutor:
         self.max_deaths = parse.get("max_worker_deaths", 3)
         self.when_unavailable = parse.get("cluster_unavailable", "local")
         self.local = local
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # state only, never held over I/O
+        self._connecting = threading.Lock()  # one connection attempt at a time
         self._client = None
         self._cluster = None
         self._down_until = 0.0
@@ -200,35 +201,52 @@ class DaskExecutor:
         self.counts = {"remote": 0, "local": 0, "worker_deaths": 0, "unavailable": 0}
 
     # -- the connection ---------------------------------------------------------
+    def _ready_client(self):
+        """The connected client, or why there is none now (under ``_lock``, no I/O)."""
+        if self._closed:
+            raise TransientError("the service is shutting down", reason="shutdown")
+        if self._client is not None:
+            return self._client
+        if time.monotonic() < self._down_until:
+            raise _Unavailable(f"the Dask scheduler {self.address} was unavailable moments ago")
+        return None
+
     def _connect(self):
-        """The client (connecting or starting the LocalCluster on first use); _Unavailable if not now."""
+        """The client (connecting or starting the LocalCluster on first use); _Unavailable if not now.
+
+        One connection attempt at a time (``_connecting``); ``_lock`` is never held over I/O:
+        the client's event loop thread takes it too (:meth:`_scheduler_event`).
+        """
         with self._lock:
-            if self._closed:
-                raise TransientError("the service is shutting down", reason="shutdown")
-            if self._client is not None:
-                return self._client
-            if time.monotonic() < self._down_until:
-                raise _Unavailable(f"the Dask scheduler {self.address} was unavailable moments ago")
+            client = self._ready_client()
+        if client is not None:
+            return client
+        with self._connecting:
+            with self._lock:
+                client = self._ready_client()
+                cluster = self._cluster
+            if client is not None:
+                return client
             try:
                 from distributed import Client
             except ImportError:
                 raise PermanentError(
                     "[stages.parse] executor names Dask, but distributed is not installed "
                     "(pip install 'kbwatch[cluster]')", reason="cluster") from None
-            client = None
             try:
                 if self.kind == "dask-local":
-                    if self._cluster is None:
+                    if cluster is None:
                         from distributed import LocalCluster
 
-                        self._cluster = LocalCluster(
+                        cluster = LocalCluster(
                             n_workers=self.n_local, threads_per_worker=1, processes=True,
                             dashboard_address=None, scheduler_kwargs={"dashboard": False},
-                            host="127.0.0.1", scheduler_port=0,
-                            silence_logs=40,
+                            host="127.0.0.1", scheduler_port=0, silence_logs=40,
                         )
-                        self.address = self._cluster.scheduler_address
-                    client = Client(self._cluster, timeout=CONNECT_TIMEOUT, set_as_default=False)
+                        with self._lock:
+                            self._cluster = cluster
+                            self.address = cluster.scheduler_address
+                    client = Client(cluster, timeout=CONNECT_TIMEOUT, set_as_default=False)
                 else:
                     client = Client(self.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
                 if not _workers(client):  # a scheduler with no worker would hold every parse forever
@@ -236,12 +254,23 @@ class DaskExecutor:
                 client.run_on_scheduler(_set_allowed_failures, max(0, self.max_deaths - 1))
                 client.subscribe_topic("all", self._scheduler_event)
             except Exception as exc:
-                self._down_until = time.monotonic() + RETRY_CLUSTER_AFTER
+                with self._lock:
+                    self._down_until = time.monotonic() + RETRY_CLUSTER_AFTER
                 if client is not None:
                     threading.Thread(target=_close_quietly, args=(client,), daemon=True).start()
                 raise _Unavailable(f"cannot use the Dask scheduler {self.address}: {type(exc).__name__}: {exc}") from None
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._client = client
+            if closed:  # close() ran meanwhile: what this attempt started goes too
+                _close_quietly(client)
+                with self._lock:
+                    cluster, self._cluster = self._cluster, None
+                if cluster is not None:
+                    _close_quietly(cluster)
+                raise TransientError("the service is shutting down", reason="shutdown")
             logger.info("parsing on the Dask cluster at {}", self.address)
-            self._client = client
             return client
 
     def _scheduler_event(self, event) -> None:

@@ -375,6 +375,10 @@ def _cpu_self() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _identity(x):
+    return x
+
+
 def child_executors(spec: str, listfile: Path, root: Path, repeat: int) -> None:
     """In one process: the batch through the local pool and through ``spec``, alternated."""
     import functools
@@ -441,6 +445,15 @@ def child_executors(spec: str, listfile: Path, root: Path, repeat: int) -> None:
             for _ in range(n_tiny):
                 parse_document(plugins, tiny, ".md", iso, offload=ex.call)
             out["tiny_ms"][name].append((time.perf_counter() - t0) * 1000 / n_tiny)
+    # the bare Dask round trip on the same cluster (no kbwatch around it), for scale
+    client = getattr(executors[spec], "_client", None)
+    if client is not None:
+        out["bare_ms"] = []
+        for _ in range(max(2, repeat)):
+            t0 = time.perf_counter()
+            for i in range(n_tiny):
+                client.submit(_identity, i, pure=False).result()
+            out["bare_ms"].append((time.perf_counter() - t0) * 1000 / n_tiny)
     out["status"] = executors[spec].status()
     for ex in executors.values():
         ex.close()
@@ -496,6 +509,9 @@ def executor_compare(files: list[Path], work: Path, spec: str, copies: int, repe
           f"   (target <= 1.10x)")
     tl, tr = statistics.median(d["tiny_ms"]["local"]), statistics.median(d["tiny_ms"][spec])
     print(f"  per task, tiny parse one at a time: local {tl:.2f} ms, {spec} {tr:.2f} ms -> overhead {tr - tl:+.2f} ms/task")
+    if d.get("bare_ms"):
+        print(f"  (bare Dask round trip on the same cluster, client.submit(identity).result(): "
+              f"{statistics.median(d['bare_ms']):.2f} ms/task)")
     # serial fraction: what the coordinator spends per file against the parse time on the workers
     c = statistics.median(b["cpu"] for b in rem) / n
     p = statistics.median(b["remote"] for b in rem) / n

@@ -121,6 +121,11 @@ def _worker_pool(settings: dict, memory_mb: int):
         return pool
 
 
+def _prestart_pool(settings: dict) -> None:
+    """On each worker at connect time: start its parse pool's children (they warm up meanwhile)."""
+    _worker_pool(settings, settings["stages"]["parse"].get("memory_mb", 0)).prestart()
+
+
 def _where() -> dict:
     try:
         from distributed import get_worker
@@ -253,6 +258,12 @@ class DaskExecutor:
                     client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
                 client.run_on_scheduler(_set_allowed_failures, max(0, self.max_deaths - 1))
                 client.subscribe_topic("all", self._scheduler_event)
+                # every worker starts (and warms up) its parse pool now, in the background,
+                # as the local pool's prestart does, not on its first file
+                try:
+                    client.run(_prestart_pool, self.settings)
+                except Exception as exc:  # an optimisation only: the first parse starts the pool
+                    logger.warning("could not prestart the parse pools on the Dask workers: {}", exc)
             except Exception as exc:
                 with self._lock:
                     self._down_until = time.monotonic() + RETRY_CLUSTER_AFTER
@@ -464,16 +475,22 @@ class DaskExecutor:
         state = "not connected"
         if client is not None:
             state = "connected" if client.status == "running" else client.status
-            workers = _workers(client)
+            workers = _workers(client, cached=True)
         elif time.monotonic() < self._down_until:
             state = "unavailable"
         return {"kind": self.kind, "address": self.address, "workers": workers, "in_flight": in_flight,
                 "state": state, "fallback": self.when_unavailable, **counts}
 
 
-def _workers(client) -> int | None:
-    """How many workers the scheduler has now (None: it did not say)."""
+def _workers(client, cached: bool = False) -> int | None:
+    """How many workers the scheduler has (None: it did not say). ``cached``: what the
+    client last heard (it asks every 2 s by itself), without a round trip that could
+    hang on a stalled scheduler (the service's heartbeat asks)."""
     try:
+        if cached:
+            n = (getattr(client, "_scheduler_identity", None) or {}).get("n_workers")
+            if n is not None:
+                return n
         return client.scheduler_info(n_workers=0).get("n_workers")
     except Exception:
         return None

@@ -1,21 +1,15 @@
 """Parsing on a Dask cluster: ``[stages.parse] executor = "dask://HOST:PORT"`` or ``"dask-local:N"``.
 
-Owns both sides of a parse task sent to Dask (``distributed``, the optional
-``kbwatch[cluster]`` extra):
+Owns the coordinator side of parsing on Dask (``distributed``, the optional
+``kbwatch[cluster]`` extra); the worker side is :mod:`kbwatch.pipeline.dask_task`:
 
-- the coordinator (:class:`DaskExecutor`, the watcher's process): connects
-  to the scheduler (or starts a LocalCluster), ships each call's
-  :class:`~kbwatch.pipeline.executors.ShippedFile` as bytes (up to
-  ``ship_max_mb``), by path when it lies under ``shared_path_prefix``, else
-  runs the call on the local pool; waits for the result; tells the runner
-  where it ran and how many workers died under it. Only the parse leaves the
-  machine: every result comes back here and the commit stays here.
-- the worker (:func:`remote_call`, run inside a Dask worker): refuses a
-  kbwatch version other than the watcher's, writes shipped bytes to a private
-  temporary file, and runs the function in that worker's own local
-  :class:`~kbwatch.pipeline.workers.WorkerPool`, so every parse keeps its own
-  hard timeout and memory cap (Dask cannot stop a running task; the pool
-  kills its child process at the timeout).
+:class:`DaskExecutor` (the runner's executor, in the watcher's process)
+connects to the scheduler (or starts a LocalCluster), ships each call's
+:class:`~kbwatch.pipeline.executors.ShippedFile` as bytes (up to
+``ship_max_mb``), by path when it lies under ``shared_path_prefix``, else
+runs the call on the local pool; waits for the result; tells the runner where
+it ran and how many workers died under it. Only the parse leaves the machine:
+every result comes back here and the commit stays here.
 
 Failures:
 
@@ -28,7 +22,7 @@ Failures:
   ``max_worker_deaths - 1`` on connect), and the run fails as
   ``worker deaths``, once;
 - the scheduler unreachable or lost (a call in flight is cancelled by the
-  client): ``cluster_unavailable = "local"`` parses here meanwhile and tries
+  client), or left with no worker for ``NO_WORKERS_GRACE`` s: ``cluster_unavailable = "local"`` parses here meanwhile and tries
   the cluster again after a pause; ``"wait"`` retries with backoff until it
   is back (or the service stops). A parse has no side effect, so running it
   again is safe, and its one result is committed once.
@@ -36,12 +30,7 @@ Failures:
 
 from __future__ import annotations
 
-import functools
-import importlib
 import os
-import shutil
-import socket
-import tempfile
 import threading
 import time
 import uuid
@@ -51,7 +40,8 @@ from typing import Any, Callable
 from loguru import logger
 
 from kbwatch.pipeline import __version__
-from kbwatch.pipeline.errors import PermanentError, StageError, TransientError
+from kbwatch.pipeline.dask_task import Shipped, prestart_pool, remote_call, set_allowed_failures
+from kbwatch.pipeline.errors import PermanentError, TransientError
 from kbwatch.pipeline.executors import LocalExecutor, ShippedFile, set_placement
 
 CONNECT_TIMEOUT = 5.0  # seconds to reach the scheduler
@@ -63,121 +53,6 @@ NO_WORKERS_GRACE = 10.0  # a cluster left with no worker this long counts as una
 
 class _Unavailable(Exception):
     """The scheduler cannot be reached, or the connection was lost under a call."""
-
-
-# ------------------------------------------------------------------ worker side
-
-
-class _Shipped:
-    """A file's bytes, sent with the task (its name keeps the extension parsers look at)."""
-
-    __slots__ = ("name", "data")
-
-    def __init__(self, name: str, data: bytes):
-        self.name, self.data = name, data
-
-
-_POOLS: dict[tuple, Any] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def _watched_warmup(settings: dict) -> None:
-    """A pool child's warm-up on a Dask worker: exit when that worker dies (a SIGKILLed
-    worker cannot kill its children), then the usual plugin warm-up."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="kbwatch-parent-watch", daemon=True).start()
-    from kbwatch.pipeline.parsing import worker_warmup
-
-    worker_warmup(settings)
-
-
-def _worker_pool(settings: dict, memory_mb: int):
-    """This Dask worker process's parse pool, one child per worker thread."""
-    import multiprocessing as mp
-
-    from kbwatch.pipeline.workers import WorkerPool
-
-    key = (memory_mb, repr((settings.get("_root"), settings["pipeline"]["plugins"], settings["pipeline"].get("disable"))))
-    with _POOLS_LOCK:
-        pool = _POOLS.get(key)
-        if pool is None:
-            # a nanny starts its worker as a daemonic process, and multiprocessing refuses
-            # children to those; the children here are daemonic themselves and watch us
-            mp.current_process()._config["daemon"] = False
-            try:
-                from distributed import get_worker
-
-                size = get_worker().state.nthreads
-            except Exception:
-                size = 1
-            pool = _POOLS[key] = WorkerPool(size, memory_mb=memory_mb,
-                                            warmup=functools.partial(_watched_warmup, settings))
-        return pool
-
-
-def _prestart_pool(settings: dict) -> None:
-    """On each worker at connect time: start its parse pool's children (they warm up meanwhile)."""
-    _worker_pool(settings, settings["stages"]["parse"].get("memory_mb", 0)).prestart()
-
-
-def _where() -> dict:
-    try:
-        from distributed import get_worker
-
-        address = get_worker().address
-    except Exception:
-        address = None
-    return {"worker": address, "host": socket.gethostname(), "pid": os.getpid()}
-
-
-def remote_call(version: str, target: str, args: tuple, kwargs: dict, timeout: float | None,
-                settings: dict) -> tuple:
-    """Run ``target`` ("module:function") in this worker's parse pool; a tagged tuple back.
-
-    ``("ok", result, where)``, ``("stage", class name, message, reason, where)``
-    or ``("version", this worker's version, where)``. Plain values only cross
-    the wire, so a worker with another kbwatch can still say so.
-    """
-    where = _where()
-    if version != __version__:
-        return ("version", __version__, where)
-    tmp = None
-    try:
-        real_args = []
-        for a in args:
-            if isinstance(a, _Shipped):
-                if tmp is None:
-                    tmp = tempfile.mkdtemp(prefix="kbwatch-parse-")
-                path = Path(tmp) / a.name
-                path.write_bytes(a.data)
-                a = str(path)
-            real_args.append(a)
-        module, _, name = target.partition(":")
-        fn = getattr(importlib.import_module(module), name)
-        pool = _worker_pool(settings, settings["stages"]["parse"].get("memory_mb", 0))
-        t0 = time.perf_counter()
-        result = pool.call(fn, *real_args, timeout=timeout, **kwargs)
-        where["seconds"] = round(time.perf_counter() - t0, 4)
-        return ("ok", result, where)
-    except StageError as exc:
-        return ("stage", type(exc).__name__, exc.message, exc.reason, where)
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _set_allowed_failures(n: int, dask_scheduler=None) -> int:
-    dask_scheduler.allowed_failures = n
-    return n
-
-
-# ------------------------------------------------------------- coordinator side
 
 
 class DaskExecutor:
@@ -256,12 +131,12 @@ class DaskExecutor:
                     client = Client(self.address, timeout=CONNECT_TIMEOUT, set_as_default=False)
                 if not _workers(client):  # a scheduler with no worker would hold every parse forever
                     client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
-                client.run_on_scheduler(_set_allowed_failures, max(0, self.max_deaths - 1))
+                client.run_on_scheduler(set_allowed_failures, max(0, self.max_deaths - 1))
                 client.subscribe_topic("all", self._scheduler_event)
                 # every worker starts (and warms up) its parse pool now, in the background,
                 # as the local pool's prestart does, not on its first file
                 try:
-                    client.run(_prestart_pool, self.settings)
+                    client.run(prestart_pool, self.settings)
                 except Exception as exc:  # an optimisation only: the first parse starts the pool
                     logger.warning("could not prestart the parse pools on the Dask workers: {}", exc)
             except Exception as exc:
@@ -331,7 +206,7 @@ class DaskExecutor:
             if isinstance(a, ShippedFile):
                 size = os.stat(a).st_size
                 if size <= self.ship_max:
-                    a = _Shipped(Path(a).name, Path(a).read_bytes())
+                    a = Shipped(Path(a).name, Path(a).read_bytes())
                 elif not (self.shared_prefix and os.path.abspath(a).startswith(self.shared_prefix)):
                     return None
                 else:

@@ -321,7 +321,7 @@ def test_wait_mode_waits_for_the_scheduler_then_parses_there(tmp_path):
         for c in holder:
             c.stop()
     assert totals["done"] == 1, runs
-    assert any(m.startswith(f"parsed on dask worker") and f"scheduler tcp://127.0.0.1:{port}" in m
+    assert any(m.startswith("parsed on dask worker") and f"scheduler tcp://127.0.0.1:{port}" in m
                for m in diagnostics(project))
 
 

@@ -173,10 +173,6 @@ def journal_reason(root: Path, run_id: str) -> str:
         return db.execute("select reason from runs where run_id = ?", (run_id,)).fetchone()[0]
 
 
-def outcomes(runs: list[dict]) -> dict[str, str]:
-    return {r["source"]: r["outcome"] for r in runs}
-
-
 # -------------------------------------------------------------------- bursts
 
 
@@ -466,6 +462,33 @@ def test_same_markdown_for_the_shared_corpus(both_ways):
                 one_each.setdefault(p.suffix.lower(), p)
         files = sorted(one_each.values())
     assert _compare(both_ways, files) >= 1
+
+
+def test_a_stuck_parse_is_killed_inside_the_task_at_its_timeout(cluster, tmp_path):
+    """Dask cannot stop a running task: the worker's own pool kills the parse at
+    ``timeout_seconds``; the Dask worker lives on and parses the next file."""
+    from kbwatch.pipeline.errors import PermanentError
+    from kbwatch.pipeline.executors import ShippedFile, last_placement
+    from kbwatch.pipeline.parsing import parse_in_worker
+
+    root = make_root(tmp_path, f"dask://127.0.0.1:{cluster.port}")
+    kb, settings = _settings(root, f"dask://127.0.0.1:{cluster.port}")
+    remote, _ = _executors(kb, settings)
+    stuck, fine = tmp_path / "stuck.slow", tmp_path / "fine.slow"
+    stuck.write_text("600 never ends\n")
+    fine.write_text("0 fine text\n")
+    try:
+        with pytest.raises(PermanentError) as err:
+            remote.call(parse_in_worker, ShippedFile(stuck), ".slow", settings, timeout=1.0)
+        doc = remote.call(parse_in_worker, ShippedFile(fine), ".slow", settings, timeout=30)
+        where = last_placement()
+        status = remote.status()
+    finally:
+        remote.close()
+        kb.close()
+    assert err.value.reason == "timeout" and "longer than 1 s" in err.value.message
+    assert "fine text" in doc.markdown and where["executor"] == "dask"
+    assert status["worker_deaths"] == 0  # the Dask workers were never in danger
 
 
 def test_version_mismatch_is_refused_with_a_clear_message(cluster, tmp_path, monkeypatch):

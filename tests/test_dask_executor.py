@@ -59,7 +59,7 @@ def free_port() -> int:
 class Cluster:
     """A real ``dask scheduler`` and ``dask worker`` processes, each in its own session."""
 
-    def __init__(self, tmp: Path, workers: int = 2, port: int | None = None):
+    def __init__(self, tmp: Path, workers: int = 2, port: int | None = None, nanny: bool = True):
         self.port = port or free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
         self.marks = tmp / "marks"
@@ -69,9 +69,12 @@ class Cluster:
         self.procs: list[subprocess.Popen] = []
         self.scheduler: subprocess.Popen | None = None
         self.start_scheduler()
+        self.nanny = [] if nanny else ["--no-nanny"]  # no nanny: quicker to start, not restarted
         for _ in range(workers):
-            self._spawn("worker", self.address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
-                        "--host", "127.0.0.1")
+            self.start_worker()
+
+    def start_worker(self) -> None:
+        self._spawn("worker", self.address, "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1", *self.nanny)
 
     def _spawn(self, *args: str) -> subprocess.Popen:
         with open(self.log, "ab") as log:
@@ -263,7 +266,7 @@ def test_poison_document_fails_after_max_worker_deaths(cluster, tmp_path):
 def test_scheduler_killed_and_restarted_during_a_burst(tmp_path):
     """``cluster_unavailable = "local"``: parses caught by the loss run here; after the restart
     the cluster is used again; every file committed once."""
-    own = Cluster(tmp_path, workers=1)
+    own = Cluster(tmp_path, workers=1, nanny=False)
     try:
         own.wait_workers(1)
         root = make_root(tmp_path, f"dask://127.0.0.1:{own.port}")
@@ -306,7 +309,7 @@ def test_wait_mode_waits_for_the_scheduler_then_parses_there(tmp_path):
 
     def start_later():
         time.sleep(1.0)
-        holder.append(Cluster(tmp_path, workers=1, port=port))
+        holder.append(Cluster(tmp_path, workers=1, port=port, nanny=False))
 
     starter = threading.Thread(target=start_later)
     starter.start()
@@ -330,7 +333,7 @@ def test_a_lost_scheduler_means_local_parses_until_it_is_back(tmp_path, monkeypa
     from kbwatch.pipeline.parsing import parse_in_worker
 
     monkeypatch.setattr(dask_executor, "RETRY_CLUSTER_AFTER", 0.5)
-    own = Cluster(tmp_path, workers=1)
+    own = Cluster(tmp_path, workers=1, nanny=False)
     try:
         own.wait_workers(1)
         root = make_root(tmp_path, f"dask://127.0.0.1:{own.port}")
@@ -345,7 +348,7 @@ def test_a_lost_scheduler_means_local_parses_until_it_is_back(tmp_path, monkeypa
                     own.kill_scheduler()
                 elif step == "back":
                     own.start_scheduler()
-                    own._spawn("worker", own.address, "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1")
+                    own.start_worker()
                     own.wait_workers(1)
                     time.sleep(0.6)  # past RETRY_CLUSTER_AFTER
                 doc = remote.call(parse_in_worker, ShippedFile(src), ".slow", settings, timeout=30)

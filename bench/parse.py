@@ -32,6 +32,18 @@ Targets (issue 4): overhead <= 10 % of direct single-worker time; 2 workers
     python bench/parse.py --formats .docx,.pdf --max-per-format 5
     python bench/parse.py --batch-only --exclude-formats .jpg,.jpeg,.png,.tiff,.bmp   # the batch without images
 
+``--executor dask-local:2`` (issue 16) replaces parts 1-3 by the same batch through
+the local pool and through that executor, alternated in one run
+(:func:`executor_compare`): the wall-time ratio, the per-task overhead (tiny
+tasks, one at a time) and the serial fraction measured on the coordinator per
+file (its CPU time per file against the parse time on the workers), with the
+speed-up Amdahl's law allows at 4, 8 and 16 workers; then a real ``kbwatch
+ingest`` of the batch each way (cluster start-up included), whose coordinator
+CPU per file (every stage but the parse stays there) gives the whole-pipeline
+serial fraction.
+
+    python bench/parse.py --executor dask-local:2 --copies 2 --repeat 3
+
 ``--quick``: two files per format, one shared worker for the per-format
 table (its RSS column is then cumulative), one repeat, one copy.
 
@@ -352,6 +364,188 @@ def child_ingest(root: Path) -> None:
                       "stages": stages}))
 
 
+# --------------------------------------------------------------------------
+# issue 16: the local pool against another executor (Dask)
+# --------------------------------------------------------------------------
+
+def _cpu_self() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _identity(x):
+    return x
+
+
+def child_executors(spec: str, listfile: Path, root: Path, repeat: int) -> None:
+    """In one process: the batch through the local pool and through ``spec``, alternated."""
+    import functools
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kbwatch.pipeline.errors import StageError
+    from kbwatch.pipeline.executors import last_placement, make_executor
+    from kbwatch.pipeline.parsing import parse_document, worker_warmup
+    from kbwatch.pipeline.plugins import build_plugin_manager
+    from kbwatch.pipeline.workers import WorkerPool
+
+    settings = settings_for(root, workers=2)
+    plugins = build_plugin_manager(settings)
+    items = [(Path(p), e) for p, e in json.loads(listfile.read_text())]
+
+    def pool(s=settings):
+        return WorkerPool(2, memory_mb=s["stages"]["parse"]["memory_mb"], warmup=functools.partial(worker_warmup, s))
+
+    def with_executor(spec_: str, s: dict) -> dict:
+        return {**s, "stages": {**s["stages"], "parse": {**s["stages"]["parse"], "executor": spec_}}}
+
+    executors = {"local": make_executor(with_executor("local", settings), pool),
+                 spec: make_executor(with_executor(spec, settings), pool)}
+
+    def one(ex, item):
+        path, ext = item
+        try:
+            parse_document(plugins, path, ext, settings, offload=ex.call)
+        except StageError:  # "no text" (parse_document's rule, not select_files'): parsed all the same
+            pass
+        where = last_placement() or {}
+        return where.get("seconds", 0.0)
+
+    def batch(ex) -> tuple[float, float, float]:
+        t0, c0 = time.perf_counter(), _cpu_self()
+        with ThreadPoolExecutor(3) as tp:  # the runner's threads: workers + 1
+            secs = list(tp.map(lambda it: one(ex, it), items))
+        return time.perf_counter() - t0, _cpu_self() - c0, sum(secs)
+
+    # warm every worker of both (each format once per worker), untimed
+    firsts = list({e: (p, e) for p, e in items}.values())
+    t0 = time.perf_counter()
+    for ex in executors.values():
+        with ThreadPoolExecutor(2) as tp:
+            list(tp.map(lambda it, ex=ex: one(ex, it), firsts * 2))
+    warmup = time.perf_counter() - t0
+    out = {"n": len(items), "warmup": warmup, "runs": {k: [] for k in executors}}
+    for r in range(repeat):
+        order = list(executors) if r % 2 == 0 else list(executors)[::-1]
+        for name in order:
+            wall, cpu, remote = batch(executors[name])
+            out["runs"][name].append({"wall": wall, "cpu": cpu, "remote": remote})
+    # per-task overhead: tiny isolated parses, one at a time
+    tiny = root / "tiny.md"
+    tiny.write_text("# tiny\n\nsome words\n")
+    iso = {**settings, "stages": {**settings["stages"], "parse": {**settings["stages"]["parse"], "isolate": True}}}
+    n_tiny = 100
+    out["tiny_ms"] = {k: [] for k in executors}
+    for r in range(max(2, repeat)):
+        order = list(executors) if r % 2 == 0 else list(executors)[::-1]
+        for name in order:
+            ex = executors[name]
+            t0 = time.perf_counter()
+            for _ in range(n_tiny):
+                parse_document(plugins, tiny, ".md", iso, offload=ex.call)
+            out["tiny_ms"][name].append((time.perf_counter() - t0) * 1000 / n_tiny)
+    # the bare Dask round trip on the same cluster (no kbwatch around it), for scale
+    client = getattr(executors[spec], "_client", None)
+    if client is not None:
+        out["bare_ms"] = []
+        for _ in range(max(2, repeat)):
+            t0 = time.perf_counter()
+            for i in range(n_tiny):
+                client.submit(_identity, i, pure=False).result()
+            out["bare_ms"].append((time.perf_counter() - t0) * 1000 / n_tiny)
+    out["status"] = executors[spec].status()
+    for ex in executors.values():
+        ex.close()
+    print(json.dumps(out))
+
+
+def child_ingest_cpu(root: Path) -> None:
+    """``run_ingest`` of ``root`` with the coordinator's own CPU time and the workers' parse seconds."""
+    import re
+
+    from kbwatch.pipeline.ingest import run_ingest
+    from kbwatch.pipeline.kb import KnowledgeBase
+    from kbwatch.pipeline.logs import setup_logging
+
+    kb = KnowledgeBase(root)
+    setup_logging(kb.settings, kb.state, quiet=True)
+    kb.plugins, kb.journal  # noqa: B018
+    t0, c0 = time.perf_counter(), _cpu_self()
+    totals, runs = run_ingest(kb, [])
+    dt, cpu = time.perf_counter() - t0, _cpu_self() - c0
+    notes = [row["error"] or "" for row in kb.journal.db.query("select error from stages where stage = 'parse'")]
+    remote = [float(m.group(1)) for n in notes for m in [re.search(r", ([0-9.]+) s[,)]", n)] if m]
+    kb.close()
+    print(json.dumps({"ingest": dt, "cpu": cpu, "totals": totals, "remote_n": len(remote), "remote_s": sum(remote)}))
+
+
+def amdahl(s: float, n: int) -> float:
+    return 1.0 / (s + (1.0 - s) / n)
+
+
+def executor_compare(files: list[Path], work: Path, spec: str, copies: int, repeat: int) -> None:
+    batch = [f for _ in range(copies) for f in files]
+    direct_dir = work / "exec-files"
+    direct_dir.mkdir(exist_ok=True)
+    items = []
+    for i, f in enumerate(batch):
+        dst = direct_dir / f"{i:04d}-{f.name}"
+        shutil.copy2(f, dst)
+        items.append((str(dst), fmt_ext(dst)))
+    listfile = work / "exec-list.json"
+    listfile.write_text(json.dumps(items))
+    print(f"\n## executor {spec} vs the local pool: {len(batch)} files ({len(files)} parseable corpus files x{copies}), "
+          f"{repeat} repeat(s) alternated, load avg {os.getloadavg()[0]:.1f}")
+    d, _ = run_child(["--_child", "executors", spec, str(listfile), str(work), str(repeat)])
+    n = d["n"]
+    loc, rem = d["runs"]["local"], d["runs"][spec]
+    ratios = [b["wall"] / a["wall"] for a, b in zip(loc, rem)]
+    print(f"  warm-up of both (untimed in the batch): {d['warmup']:.1f} s")
+    for i, (a, b) in enumerate(zip(loc, rem)):
+        print(f"  repeat {i + 1}: local {a['wall']:.2f} s, {spec} {b['wall']:.2f} s  -> {b['wall'] / a['wall']:.2f}x")
+    med_ratio = statistics.median(ratios)
+    print(f"  batch wall time {spec} / local: median {med_ratio:.2f}x (range {min(ratios):.2f}-{max(ratios):.2f})"
+          f"   (target <= 1.10x)")
+    tl, tr = statistics.median(d["tiny_ms"]["local"]), statistics.median(d["tiny_ms"][spec])
+    print(f"  per task, tiny parse one at a time: local {tl:.2f} ms, {spec} {tr:.2f} ms -> overhead {tr - tl:+.2f} ms/task")
+    if d.get("bare_ms"):
+        print(f"  (bare Dask round trip on the same cluster, client.submit(identity).result(): "
+              f"{statistics.median(d['bare_ms']):.2f} ms/task)")
+    # serial fraction: what the coordinator spends per file against the parse time on the workers
+    c = statistics.median(b["cpu"] for b in rem) / n
+    p = statistics.median(b["remote"] for b in rem) / n
+    s = c / (c + p) if c + p else 0.0
+    print(f"  coordinator CPU per file (parse step only, {spec}): {c * 1000:.1f} ms; parse on a worker per file: "
+          f"{p * 1000:.1f} ms -> serial fraction {s:.3f}; Amdahl speed-up "
+          + ", ".join(f"{k} workers {amdahl(s, k):.1f}x" for k in (4, 8, 16)))
+    # the whole pipeline: a real ingest each way (start-up included), coordinator CPU per file
+    ing = {"local": [], spec: []}
+    for r in range(repeat):
+        order = ["local", spec] if r % 2 == 0 else [spec, "local"]
+        for name in order:
+            root = make_ingest_root(work, f"x{r}-{name.replace(':', '_')}", batch, 2)
+            with open(root / "kbwatch.toml", "a", encoding="utf-8") as fh:
+                fh.write(f'\n[stages.parse]\nexecutor = "{name}"\n')
+            g, _ = run_child(["--_child", "ingest-cpu", str(root)])
+            if g["totals"].get("done", 0) != len(batch):
+                print(f"  !! ingest {name}: {g['totals']}", file=sys.stderr)
+            ing[name].append(g)
+            shutil.rmtree(root, ignore_errors=True)
+    li = statistics.median(g["ingest"] for g in ing["local"])
+    ri = statistics.median(g["ingest"] for g in ing[spec])
+    ir = statistics.median(b["ingest"] / a["ingest"] for a, b in zip(ing["local"], ing[spec]))
+    print(f"  kbwatch ingest of the batch: local {li:.2f} s, {spec} {ri:.2f} s (cluster start-up included) "
+          f"-> median {ir:.2f}x")
+    cc = statistics.median(g["cpu"] for g in ing[spec]) / n
+    pp = statistics.median(g["remote_s"] for g in ing[spec]) / n
+    ss = cc / (cc + pp) if cc + pp else 0.0
+    off = statistics.median(g["remote_n"] for g in ing[spec])
+    print(f"  whole pipeline, coordinator CPU per file (every stage but the parse, scheduler in-process): {cc * 1000:.1f} ms; "
+          f"parse on workers per file: {pp * 1000:.1f} ms ({off:.0f} of {n} files offloaded) -> serial fraction {ss:.3f}; "
+          "Amdahl speed-up " + ", ".join(f"{k} workers {amdahl(ss, k):.1f}x" for k in (4, 8, 16)))
+
+
 def run_child(argv: list[str], sample_rss: bool = False) -> tuple[dict, dict]:
     """Run this script as a child; returns its JSON and the peak RSS (MB) of it and its workers."""
     import psutil
@@ -516,6 +710,10 @@ def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--_child":
         if sys.argv[2] == "direct":
             child_direct(Path(sys.argv[3]), Path(sys.argv[4]))
+        elif sys.argv[2] == "executors":
+            child_executors(sys.argv[3], Path(sys.argv[4]), Path(sys.argv[5]), int(sys.argv[6]))
+        elif sys.argv[2] == "ingest-cpu":
+            child_ingest_cpu(Path(sys.argv[3]))
         else:
             child_ingest(Path(sys.argv[3]))
         return 0
@@ -532,6 +730,8 @@ def main() -> int:
     ap.add_argument("--formats", default="", help="comma-separated extensions to keep, e.g. .docx,.pdf (default all)")
     ap.add_argument("--exclude-formats", default="",
                     help="comma-separated extensions to leave out, e.g. .jpg,.png (the batch of sessions 7-10 had no images)")
+    ap.add_argument("--executor", default="",
+                    help='compare the local pool with this executor on the same batch, e.g. "dask-local:2" (issue 16)')
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
@@ -555,6 +755,9 @@ def main() -> int:
         print(f"\nparseable: {len(files)} files; left out: {len(skipped)}")
         for name, why in skipped:
             print(f"  - {name}: {why}")
+        if args.executor:
+            executor_compare(files, work, args.executor, args.copies or 1, args.repeat)
+            return 0
         if args.batch_only:
             fmt, warm = {}, {}
             args.copies = args.copies or 2

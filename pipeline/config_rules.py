@@ -52,6 +52,20 @@ def non_empty(value) -> str | None:
     return None if value.strip() else "must not be empty"
 
 
+def executor_spec(value) -> str | None:
+    from kbwatch.pipeline.executors import parse_spec
+
+    try:
+        parse_spec(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def absolute_or_empty(value) -> str | None:
+    return None if value == "" or os.path.isabs(value) else "must be an absolute path or empty"
+
+
 def distinct_names(value) -> str | None:
     if not value:
         return "must list at least one stage"
@@ -183,6 +197,11 @@ RULES: dict[str, Rule] = {
     "stages.parse.timeout_seconds": positive,
     "stages.parse.memory_mb": at_least(0, " (0 = no cap)"),
     "stages.parse.isolate": AUTO_OR_BOOL,
+    "stages.parse.executor": executor_spec,
+    "stages.parse.ship_max_mb": at_least(0, " (0 = never ship bytes)"),
+    "stages.parse.shared_path_prefix": absolute_or_empty,
+    "stages.parse.max_worker_deaths": at_least(1),
+    "stages.parse.cluster_unavailable": one_of("local", "wait"),
     "stages.parse.max_uncompressed_mb": positive,
     "stages.parse.max_compression_ratio": positive,
     "stages.parse.max_zip_members": at_least(1),

@@ -224,6 +224,8 @@ class Journal:
                      "queue": int, "in_flight": int, "stopped_at": float},
                     pk="id",
                 )
+            if "executor" not in db["service"].columns_dict:  # where parses run (JSON), for kbwatch status
+                db["service"].add_column("executor", str)
 
     # -- context runs (ask) ------------------------------------------------
     def record_context_run(self, run_id: str, projects: str, query: str, status: str, answer: str,

@@ -7,7 +7,10 @@ Owns:
   empty file, checked once by the core before any parser runs; the extension
   claim (``unsupported`` when no parser declares it); the parse itself, in a
   worker process when ``[stages.parse] isolate`` says so (:func:`isolated`)
-  and the caller can offload, else in the calling thread; the ``no text``
+  and the caller can offload (the file goes as a
+  :class:`~kbwatch.pipeline.executors.ShippedFile`, so an executor on other
+  machines can ship it; where it ran lands in ``doc.metadata["parsed_on"]``
+  when that was not the local pool), else in the calling thread; the ``no text``
   rule (:mod:`kbwatch.pipeline.text_presence`), once for every parser.
 - :func:`call_parsers`: the ``kb_parse`` hook call for one extension;
   :func:`parse_file`: that call in this process after the size bound.
@@ -42,6 +45,7 @@ import pluggy
 from loguru import logger
 
 from kbwatch.pipeline.errors import PermanentError, StageError
+from kbwatch.pipeline.executors import ShippedFile, last_placement, set_placement
 from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 from kbwatch.pipeline.plugins import PluginSet, build_plugin_manager
 from kbwatch.pipeline.text_presence import has_text
@@ -89,8 +93,12 @@ def parse_document(plugins: PluginSet, path: Path, ext: str, settings: dict, *, 
             reason="unsupported",
         )
     if offload is not None and isolated(info, settings):
-        doc = offload(parse_in_worker, str(path), ext, settings,
+        set_placement(None)
+        doc = offload(parse_in_worker, ShippedFile(path), ext, settings,
                       timeout=settings["stages"]["parse"]["timeout_seconds"] or None)
+        where = last_placement()
+        if where and where.get("executor") != "local" or where and where.get("fallback"):
+            doc.metadata["parsed_on"] = where  # the run says where it was parsed
     else:
         doc = _in_process(plugins, path, ext, settings)
     if text_required and not has_text(doc.markdown):

@@ -2,7 +2,8 @@
 
 ``Runner`` is the facade the watcher (:mod:`kbwatch.pipeline.service`) and
 ``kbwatch ingest`` (:mod:`kbwatch.pipeline.ingest`) drive; it owns only the wiring of
-the parts below and the parse worker pool. One job, top-down:
+the parts below and the parse executor (:mod:`kbwatch.pipeline.executors`: the
+local worker pool, or a Dask cluster; the runner does not know which). One job, top-down:
 
 1. :meth:`Runner.submit` queues a file, never twice at once
    (:mod:`kbwatch.pipeline.run_queue`: jobs, keys, threads, the large-text lane,
@@ -34,6 +35,7 @@ from kbwatch.pipeline.checkpoints import checkpoint
 from kbwatch.pipeline.commit import Committer
 from kbwatch.pipeline.config import state_dir
 from kbwatch.pipeline.execute import REFUSAL_RECHECK_SECONDS, FinishedRun, RunExecutor
+from kbwatch.pipeline.executors import make_executor
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.lanes import is_large_text
 from kbwatch.pipeline.parsing import worker_warmup
@@ -57,7 +59,7 @@ class Runner:
         self.journal = journal
         self.stages = plugins.configured_stages()
         self.intake = state_dir(settings) / "intake"  # private snapshots of the files being run
-        self._pool: WorkerPool | None = None
+        self._parse_executor = None  # made on first use (kbwatch.pipeline.executors)
         # fork parse workers from a warmed template process (one-shot ingest);
         # the service spawns them, so no template process stays resident
         self.fork_workers = False
@@ -81,32 +83,41 @@ class Runner:
     def session(self, project: Path) -> ProjectSession:
         return self._commits.session(project)
 
-    # -- the parse worker pool -------------------------------------------------
+    # -- the parse executor ------------------------------------------------------
     def _worker_pool(self) -> WorkerPool:
+        """A new local parse pool (the local executor's; a Dask executor keeps one as fallback)."""
+        parse = self.settings["stages"]["parse"]
+        preload = None
+        if self.fork_workers:
+            preload = sorted({m for mods in self.plugins.hook.kb_worker_preload(settings=self.settings)
+                              for m in (mods or [])})
+        return WorkerPool(
+            self.settings["service"]["workers"], memory_mb=parse.get("memory_mb", 0),
+            warmup=functools.partial(worker_warmup, self.settings), preload=preload,
+        )
+
+    def executor(self):
+        """Where parses run: ``[stages.parse] executor`` (kbwatch.pipeline.executors)."""
         with self._pool_lock:
-            if self._pool is None:
-                parse = self.settings["stages"]["parse"]
-                preload = None
-                if self.fork_workers:
-                    preload = sorted({m for mods in self.plugins.hook.kb_worker_preload(settings=self.settings)
-                                      for m in (mods or [])})
-                self._pool = WorkerPool(
-                    self.settings["service"]["workers"], memory_mb=parse.get("memory_mb", 0),
-                    warmup=functools.partial(worker_warmup, self.settings), preload=preload,
-                )
-            return self._pool
+            if self._parse_executor is None:
+                self._parse_executor = make_executor(self.settings, self._worker_pool)
+            return self._parse_executor
+
+    def executor_status(self) -> dict:
+        """The executor's kind, address, workers and tasks in flight (``kbwatch status``)."""
+        return self.executor().status()
 
     def prestart_workers(self) -> None:
         """Start (and warm up) the parse workers now rather than on the first file."""
-        self._worker_pool().prestart()
+        self.executor().prestart()
 
     def reap_idle_workers(self, max_idle: float) -> int:
         with self._pool_lock:
-            pool = self._pool
-        return pool.reap(max_idle) if pool is not None else 0
+            executor = self._parse_executor
+        return executor.reap(max_idle) if executor is not None else 0
 
     def offload(self, fn: Callable, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
-        return self._worker_pool().call(fn, *args, timeout=timeout, **kwargs)
+        return self.executor().call(fn, *args, timeout=timeout, **kwargs)
 
     # -- 1. the queue ----------------------------------------------------------
     def queue_length(self) -> int:
@@ -139,8 +150,10 @@ class Runner:
         """Stop taking jobs; let runs in progress finish (or abandon them cleanly)."""
         self._queue.stop_taking()
         self._queue.join(deadline=time.monotonic() + wait)
-        if self._pool is not None:
-            self._pool.close()
+        with self._pool_lock:
+            executor = self._parse_executor
+        if executor is not None:
+            executor.close()
         self._queue.join(each=2)
         self.flush_all()
 

@@ -308,7 +308,7 @@ class WatchService:
         self.kb.journal.set_service(
             pid=os.getpid(), started_at=self.started_at, heartbeat=time.time(),
             queue=self.runner.queue_length() + len(self.tracker), in_flight=self.runner.in_flight,
-            stopped_at=None,
+            stopped_at=None, executor=json.dumps(self.runner.executor_status()),
         )
 
     # -- main loop -------------------------------------------------------------

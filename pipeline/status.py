@@ -49,6 +49,23 @@ def service_state(kb: KnowledgeBase) -> dict:
     }
 
 
+def executor_state(kb: KnowledgeBase, svc: dict) -> dict:
+    """Where parses run: what the running service last reported (kind, address, workers,
+    tasks in flight), else what ``[stages.parse] executor`` configures."""
+    row = kb.journal.service() or {}
+    if svc["state"] == "running" and row.get("executor"):
+        try:
+            return json.loads(row["executor"])
+        except ValueError:
+            pass
+    from kbwatch.pipeline.executors import parse_spec
+
+    kind, arg = parse_spec(kb.settings["stages"]["parse"].get("executor", "local"))
+    workers = arg if kind == "dask-local" else (kb.settings["service"]["workers"] if kind == "local" else None)
+    return {"kind": kind, "address": arg if kind == "dask" else None, "workers": workers, "in_flight": 0,
+            "state": "not running"}
+
+
 def collect_status(kb: KnowledgeBase) -> dict:
     svc = service_state(kb)
     projects = []
@@ -73,10 +90,14 @@ def collect_status(kb: KnowledgeBase) -> dict:
         "in_flight": svc["in_flight"],
         "projects": [{k: v for k, v in pr.items() if not k.startswith("_")} for pr in projects],
     }
+    executor = executor_state(kb, svc)
+    if executor["kind"] != "local":  # only then, as refused_projects: the DESIGN §12 shape stays for the default
+        public["executor"] = executor
     refused = [{"name": n, "reason": r} for n, r in refused_projects(kb.root)]
     if refused:  # only then: the stable shape (DESIGN §12) stays as it is for a healthy root
         public["refused_projects"] = refused
-    return {"public": public, "service": svc, "projects": projects, "last_runs": kb.journal.runs(limit=5)}
+    return {"public": public, "service": svc, "executor": executor, "projects": projects,
+            "last_runs": kb.journal.runs(limit=5)}
 
 
 def render_status(data: dict) -> None:
@@ -94,6 +115,12 @@ def render_status(data: dict) -> None:
         console.print(f"service: DEAD (pid {svc['last_pid']} stopped without a clean shutdown)")
     else:
         console.print("service: stopped")
+    ex = data["executor"]
+    where = f" at {ex['address']}" if ex.get("address") else ""
+    workers = "?" if ex.get("workers") is None else ex["workers"]
+    state = f", {ex['state']}" if ex.get("state") else ""
+    console.print(f"parse executor: {ex['kind']}{where}, {workers} worker(s), {ex.get('in_flight', 0)} task(s) in flight{state}",
+                  markup=False)
     table = Table("project", "status", "documents", "failed", "pending reviews")
     for p in data["projects"]:
         table.add_row(p["name"], p["status"], str(p["documents"]), str(p["failed"]), str(p["pending_reviews"]))

@@ -1,0 +1,138 @@
+"""The worker side of a parse task sent to Dask (:mod:`kbwatch.pipeline.dask_executor`).
+
+Owns what runs inside a Dask worker process: :func:`remote_call` refuses a
+kbwatch version other than the watcher's (checked before anything else is
+imported, and only plain values cross the wire, so a worker with another
+version can still say so), writes shipped bytes (:class:`Shipped`) to a
+private temporary file, and runs the function in that worker's own local
+:class:`~kbwatch.pipeline.workers.WorkerPool` (one child per worker thread,
+started at connect time by :func:`prestart_pool`), so every parse keeps its
+hard timeout and memory cap: Dask cannot stop a running task, the pool kills
+its child. A pool child exits by itself when its Dask worker dies.
+:func:`set_allowed_failures` runs on the scheduler.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from kbwatch.pipeline import __version__
+from kbwatch.pipeline.errors import StageError
+
+
+class Shipped:
+    """A file's bytes, sent with the task (its name keeps the extension parsers look at)."""
+
+    __slots__ = ("name", "data")
+
+    def __init__(self, name: str, data: bytes):
+        self.name, self.data = name, data
+
+
+_POOLS: dict[tuple, Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _watched_warmup(settings: dict) -> None:
+    """A pool child's warm-up on a Dask worker: exit when that worker dies (a SIGKILLed
+    worker cannot kill its children), then the usual plugin warm-up."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="kbwatch-parent-watch", daemon=True).start()
+    from kbwatch.pipeline.parsing import worker_warmup
+
+    worker_warmup(settings)
+
+
+def _worker_pool(settings: dict, memory_mb: int):
+    """This Dask worker process's parse pool, one child per worker thread."""
+    import multiprocessing as mp
+
+    from kbwatch.pipeline.workers import WorkerPool
+
+    key = (memory_mb, repr((settings.get("_root"), settings["pipeline"]["plugins"], settings["pipeline"].get("disable"))))
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            # a nanny starts its worker as a daemonic process, and multiprocessing refuses
+            # children to those; the children here are daemonic themselves and watch us
+            mp.current_process()._config["daemon"] = False
+            try:
+                from distributed import get_worker
+
+                size = get_worker().state.nthreads
+            except Exception:
+                size = 1
+            pool = _POOLS[key] = WorkerPool(size, memory_mb=memory_mb,
+                                            warmup=functools.partial(_watched_warmup, settings))
+        return pool
+
+
+def prestart_pool(settings: dict) -> None:
+    """On each worker at connect time: start its parse pool's children (they warm up meanwhile)."""
+    _worker_pool(settings, settings["stages"]["parse"].get("memory_mb", 0)).prestart()
+
+
+def _where() -> dict:
+    try:
+        from distributed import get_worker
+
+        address = get_worker().address
+    except Exception:
+        address = None
+    return {"worker": address, "host": socket.gethostname(), "pid": os.getpid()}
+
+
+def remote_call(version: str, target: str, args: tuple, kwargs: dict, timeout: float | None,
+                settings: dict) -> tuple:
+    """Run ``target`` ("module:function") in this worker's parse pool; a tagged tuple back.
+
+    ``("ok", result, where)``, ``("stage", class name, message, reason, where)``
+    or ``("version", this worker's version, where)``. Plain values only cross
+    the wire, so a worker with another kbwatch can still say so.
+    """
+    where = _where()
+    if version != __version__:
+        return ("version", __version__, where)
+    tmp = None
+    try:
+        real_args = []
+        for a in args:
+            if isinstance(a, Shipped):
+                if tmp is None:
+                    tmp = tempfile.mkdtemp(prefix="kbwatch-parse-")
+                path = Path(tmp) / a.name
+                path.write_bytes(a.data)
+                a = str(path)
+            real_args.append(a)
+        module, _, name = target.partition(":")
+        fn = getattr(importlib.import_module(module), name)
+        pool = _worker_pool(settings, settings["stages"]["parse"].get("memory_mb", 0))
+        t0 = time.perf_counter()
+        result = pool.call(fn, *real_args, timeout=timeout, **kwargs)
+        where["seconds"] = round(time.perf_counter() - t0, 4)
+        return ("ok", result, where)
+    except StageError as exc:
+        return ("stage", type(exc).__name__, exc.message, exc.reason, where)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def set_allowed_failures(n: int, dask_scheduler=None) -> int:
+    dask_scheduler.allowed_failures = n
+    return n

@@ -57,6 +57,14 @@ class Knowledge:
         self.kb = KnowledgeBase(resolve_root(str(root)).resolve(), Path(config_file) if config_file else None,
                                 readonly=readonly)
 
+    @classmethod
+    def of(cls, kb) -> "Knowledge":
+        """The facade over a knowledge base already open in this process (the service's
+        status page uses it); closing it is the owner's job."""
+        self = cls.__new__(cls)
+        self.kb = kb
+        return self
+
     @property
     def root(self) -> Path:
         return self.kb.root

@@ -270,24 +270,6 @@ def kb_project_changed(project: Path, reason: str, settings: Settings, journal: 
     """
 
 
-@hookspec(firstresult=True)
-def kb_search(kb: Any, project: Path, question: str, max_files: int, budget: int) -> dict | None:
-    """Answer ``question`` from ``project`` the way ``kbwatch ask`` does (the status page's
-    search box calls this; the built-in ``ask`` plugin implements it).
-
-    Documents with pending or rejected findings are left out, as ``ask`` does by default.
-
-    :param kb: the open :class:`kbwatch.pipeline.kb.KnowledgeBase`.
-    :param project: the project folder.
-    :param question: what to look for.
-    :param max_files: at most this many files in the pack.
-    :param budget: characters of context inside the fence.
-    :returns: ``{"status", "text" (the fenced pack), "nothing_found",
-        "snippets": [{"path", "citation", "anchor", "text", "score"}], "excluded": [path],
-        "warnings": [{"code"?, "message"}]}``, or None when no plugin searches.
-    """
-
-
 @hookspec
 def kb_register_commands(cli: click.Group) -> None:
     """Add commands to the ``kbwatch`` CLI (called once at start-up)."""

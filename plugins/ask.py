@@ -120,20 +120,6 @@ class Asker:
 
 
 @hookimpl
-def kb_search(kb, project, question, max_files, budget):
-    """The status page's search box: the same pack ``kbwatch ask`` prints, as plain data."""
-    if "index" not in kb.plugins.stages():
-        return None
-    pack = Asker(kb, project).ask(question, max_files, budget)
-    return {
-        "status": pack.status, "text": pack.text, "nothing_found": pack.nothing_found,
-        "snippets": [{"path": s.path, "citation": s.citation, "anchor": s.anchor, "text": s.text, "score": s.score}
-                     for s in pack.snippets],
-        "excluded": list(pack.excluded), "warnings": list(pack.warnings),
-    }
-
-
-@hookimpl
 def kb_query(kb, projects, query, options):
     """Answer for :meth:`kbwatch.pipeline.api.Knowledge.query` (``ask`` and the MCP tool)."""
     from kbwatch.plugins.retrieval.answer import answer_from_packs

@@ -4,8 +4,8 @@ Reads: ``kbwatch status`` (:func:`kbwatch.pipeline.status.collect_status`), the
 journal's runs and pending findings. Writes: ``retry``
 (:mod:`kbwatch.pipeline.retry_policy`) and ``review``
 (:func:`kbwatch.pipeline.reviews.decide`, under the project's file lock).
-The search box goes through :func:`search`, the one place that asks the
-plugins (``kb_search``, answered by the ``ask`` plugin) for a pack.
+The search box goes through :func:`search`: the query API that ``kbwatch ask``
+and the MCP server call (:meth:`kbwatch.pipeline.api.Knowledge.query`).
 """
 
 from __future__ import annotations
@@ -97,8 +97,16 @@ def review(kb, project: str, ids: list, all_pending: bool, decision: str) -> dic
 
 
 def search(kb, project: str, question: str, max_files: int = 4, budget: int = 4000) -> dict | None:
-    """The cited context ``kbwatch ask PROJECT QUESTION`` gives, as data (None: no plugin searches).
+    """The cited context ``kbwatch ask PROJECT QUESTION`` gives, as data (None: search is disabled).
 
-    The one seam to the query code: swap this body for the query API when it lands."""
-    proj = _project(kb, project)
-    return kb.plugins.hook.kb_search(kb=kb, project=proj, question=question, max_files=max_files, budget=budget)
+    Goes through the same query API as ``ask`` and the MCP tool (the context run is journaled)."""
+    from kbwatch.pipeline.api import Knowledge
+
+    _project(kb, project)
+    if "index" not in kb.plugins.stages():
+        return None
+    answer = Knowledge.of(kb).query(question, name=project, max_files=max_files, budget_chars=budget)
+    excluded = sorted({w.get("path") for w in answer.get("warnings", [])
+                       if isinstance(w, dict) and w.get("path") and "excluded" in str(w.get("message", ""))})
+    return {"status": answer["status"], "text": answer["text"], "nothing_found": answer["status"] != "ok",
+            "snippets": answer["snippets"], "excluded": excluded, "warnings": answer.get("warnings", [])}

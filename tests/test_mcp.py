@@ -283,7 +283,12 @@ def test_every_citation_resolves_to_its_snippet(stdio):
 
 
 def test_fence_and_fake_headers_stay_inert(stdio):
-    text, data = stdio.ok("query_knowledge_base", query="zeppelin mooring crew", name="demo")
+    # text imitating the pack's structure is a format finding (issue 15): left out until reviewed
+    _, data = stdio.ok("query_knowledge_base", query="zeppelin mooring crew", name="demo")
+    assert not any(s["path"] == "parsed/mimic.md" for s in data["snippets"])
+    assert any(w.get("path") == "parsed/mimic.md" for w in data["warnings"]), data["warnings"]
+    # asked for anyway, its fake headers stay inert inside the fence
+    text, data = stdio.ok("query_knowledge_base", query="zeppelin mooring crew", name="demo", include_flagged=True)
     assert data["snippets"][0]["path"] == "parsed/mimic.md"
     headers = [ln for ln in text.splitlines() if ln.startswith("### [")]
     assert len(headers) == len(data["snippets"])  # the fake one is not a header

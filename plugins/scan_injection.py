@@ -25,7 +25,9 @@ Owns the rules ``injection.*``:
 
 Besides the sentence-shaped rules of ``injection_rules``, the action × target frames of
 ``injection_frames`` (synonym tables in both languages, with an imperative / scope framing
-test) run on the same view.
+test), the persona × limit-removal, fiction, dual-answer and code-execution frames of
+``injection_persona``, and the French/German/Spanish/Italian/Portuguese core acts of
+``injection_multilingual`` run on the same view.
 
 Matching runs on a normalised view (see ``_scanutil.normalize``: NFKC,
 confusable folding, ignorables dropped, spaced letters joined; plus
@@ -41,6 +43,8 @@ import re
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
 from kbwatch.plugins.scanning import injection_frames as FR
+from kbwatch.plugins.scanning import injection_multilingual as ML
+from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
 from kbwatch.plugins.scanning import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, apply_rewrite, decode_encoded,
                                decode_invisible_runs, join_split_words, make_finding, normalize, scan_options)
@@ -69,22 +73,27 @@ _SIG0 = _N_EN + 2
 _EN_SET = PatternSet([pat for _, _, _, pat in _EN] + R.TEMPLATE_PARTS + [pat for _, pat in R.SIGNALS])
 _ZH_SET = PatternSet([pat for _, _, _, pat in _ZH])
 # action × target frames (injection_frames): their own sets, a framing test per match
-_ZF = FR.build_rules(FR.ZH_FRAMES)
-_EF = FR.build_rules(FR.EN_FRAMES)
+# (plus the persona × limit frames of injection_persona); French/German/Spanish/Italian/Portuguese
+# core acts (injection_multilingual) have their own set and negation test
+_ZF = FR.build_rules(FR.ZH_FRAMES + PE.ZH_FRAMES)
+_EF = FR.build_rules(FR.EN_FRAMES + PE.EN_FRAMES)
+_MF = FR.build_rules(ML.FRAMES)
 _ZF_SET = PatternSet([pat for _, _, _, pat, _ in _ZF])
 _EF_SET = PatternSet([pat for _, _, _, pat, _ in _EF])
+_MF_SET = PatternSet([pat for _, _, _, pat, _ in _MF])
 _SPLIT_MAX = 20_000  # in-word-space joining runs on texts (chunks) up to this size
 
 
 def _frame_hits(vt: str, cjk: bool) -> list[tuple[str, str, str, int, int]]:
     hits = []
-    for rules, pset, lang in ((_EF, _EF_SET, "en"), (_ZF, _ZF_SET, "zh")):
+    for rules, pset, lang in ((_EF, _EF_SET, "en"), (_ZF, _ZF_SET, "zh"), (_MF, _MF_SET, "ml")):
         if lang == "zh" and not cjk:
             continue
         res = pset.finditer_all(vt)
         for i, (rule, sev, msg, _, framing) in enumerate(rules):
             for m in res[i]:
-                if FR.framing_ok(vt, m.start(), m.end(), framing, lang):
+                if (not ML.negated(vt, m.start(), m.end()) if lang == "ml"
+                        else FR.framing_ok(vt, m.start(), m.end(), framing, lang)):
                     hits.append((rule, sev, msg, m.start(), m.end()))
     return hits
 

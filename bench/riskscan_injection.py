@@ -289,17 +289,25 @@ def speed(repeat: int = 3) -> list[str]:
             f"injection's share {100 * min(inj) / min(alls):.0f}%"]
 
 
+KIND_FILES = ("test_scan_injection_frames.py", "test_scan_injection_persona.py")
+
+
 def kinds() -> list[str]:
-    """Per attack kind, how many of the fresh sentences in tests/test_scan_injection_frames.py are found
-    (and how many of its benign look-alikes are flagged): run under two checkouts to compare."""
+    """Per attack kind, how many of the fresh sentences in the test files' ``ATTACKS`` are found
+    (and how many of their ``BENIGN`` look-alikes are flagged): run under two checkouts to compare."""
     import ast
-    tree = ast.parse((REPO / "tests" / "test_scan_injection_frames.py").read_text(encoding="utf-8"))
-    lists = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
-             for t in node.targets if isinstance(t, ast.Name) and t.id in ("ATTACKS", "BENIGN")}
-    out = ["\n### fresh sentences per attack kind (tests/test_scan_injection_frames.py)\n"]
-    for kind, texts in lists["ATTACKS"].items():
-        out.append(f"- {kind}: {sum(flagged(t) for t in texts)}/{len(texts)} found")
-    out.append(f"- benign look-alikes flagged: {sum(flagged(t) for t in lists['BENIGN'])}/{len(lists['BENIGN'])}")
+    out = []
+    for fname in KIND_FILES:
+        path = REPO / "tests" / fname
+        if not path.exists():
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        lists = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name) and t.id in ("ATTACKS", "BENIGN")}
+        out.append(f"\n### fresh sentences per attack kind (tests/{fname})\n")
+        for kind, texts in lists["ATTACKS"].items():
+            out.append(f"- {kind}: {sum(flagged(t) for t in texts)}/{len(texts)} found")
+        out.append(f"- benign look-alikes flagged: {sum(flagged(t) for t in lists['BENIGN'])}/{len(lists['BENIGN'])}")
     return out
 
 

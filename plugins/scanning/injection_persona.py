@@ -81,6 +81,21 @@ _DANGEROUS = (r"(?:whoami|/etc/passwd|/etc/shadow|rm\s+-rf\s+(?:/|\*|~)(?=[\s`'\
               r"os\.system|os\.popen|os\.exec\w*|child_process|execsync|subprocess\.(?:call|run|popen|check_output)|"
               r"runtime\.getruntime\(\)\.exec|shell_exec|sudo\s+su\b|reverse\s+shell)")
 
+# "switch off the limits": the model's own safety limits, no scope needed (nobody else has them)
+EN_LIMIT_OFF_ACT = ["bypass", "circumvent", "disable", "ignore", "evade", "get around", "turn off", "switch off", "remove",
+                    "drop", "lift", "override", "break free of", "break free from", "escape", "deactivate"]
+EN_SAFETY_LIMITS = [r"(?:all\s+|any\s+|the\s+|your\s+|its\s+)?(?:safety|content|ethical|moral)\s+(?:filters?|restrictions|rules|"
+                    r"guidelines|checks|protocols|measures|limits|constraints|protections|settings|policy|policies|layer)",
+                    r"(?:all\s+|any\s+|the\s+|your\s+|its\s+)?(?:restrictions|limitations|limits|safeguards|guardrails|censorship|"
+                    r"protections)", r"safety"]
+EN_ANSWER_ACT = ["respond", "answer", "reply", "speak", "write", "talk", "continue", "proceed", "comply", "output"]
+# a configuration or call that switches safety off: "safety: disabled", "disable_safety()", "mode": "unrestricted"
+_SAFETY_OFF = (r"\b(?:safety|guardrails?|content_filter|filters?|censorship|restrictions)\W{0,3}\s*[:=]\s*\W{0,3}"
+               r"(?:disabled|off|false|none|0|bypassed)\b|"
+               r"\b(?:disable|bypass|ignore|skip|remove|override)_(?:safety|guardrails|filters?|restrictions|censorship|"
+               r"content_filter)\w*|\b(?:admin|safety|system)_override\b|"
+               r"\bmode\W{0,3}\s*[:=]\s*\W{0,3}(?:unrestricted|jailbr\w*|uncensored|unfiltered|dan|god)\b")
+
 # (rule, severity, message, pattern, framing) — framing "any" | "imperative" | "ai"
 EN_FRAMES: list[tuple[str, str, str, str, str]] = [
     ("injection.persona", "high", "persona set-up × limit removal (AI-only limits)",
@@ -99,6 +114,16 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
      r"\bno\s+(?:filters|restrictions|rules|limits)\b)", "any"),
     ("injection.persona", "high", "dual-answer tags (🔓/🔒, [jailbreak])",
      r"(?:🔓|🔒)\s*(?:jailbr\w*|developer|classic|normal|unlocked|dan)\b|\[\s*(?:jailbreak|jailbroken|developer\s+mode\s+output)\s*\]",
+     "any"),
+    ("injection.override", "high", "switch off the safety limits (imperative)",
+     r"\b" + _alt(EN_LIMIT_OFF_ACT) + r"\s*:?\s+" + _alt(EN_SAFETY_LIMITS) + r"\b(?!\s+(?:on|for|of|in|at|to)\b)", "imperative"),
+    ("injection.override", "high", "answer without limits (imperative)",
+     r"\b" + _alt(EN_ANSWER_ACT) + r"\s+(?:\w+\s+){0,2}?(?:without\s+any|without|with\s+no|free\s+of)\s+(?:\w+\s+)?"
+     + _alt(["restrictions", "limitations", "limits", "filters", "filtering", "censorship", "safeguards", "guardrails",
+             "ethical\\s+constraints", "safety\\s+(?:filters|checks|rules|guidelines)"]) + r"\b(?!\s+(?:on|for|of)\b)", "imperative"),
+    ("injection.override", "high", "safety switched off in a setting or call", _SAFETY_OFF, "any"),
+    ("injection.new-instructions", "high", "new-instructions heading",
+     r"(?:\*{2,}|#{2,}|={2,}|\[)\s*(?:important\s+|urgent\s+|updated\s+|revised\s+)?new\s+instructions?\s*(?:\*{2,}|#{2,}|={2,}|\]|:)",
      "any"),
     ("injection.remote-code", "high", "order to execute a system-command payload",
      r"\b(?:run|execute|exec|eval|evaluate|bypass|invoke)\s*:\s*" + r"[^\n]{0,160}?" + _DANGEROUS + "|"

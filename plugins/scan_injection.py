@@ -25,7 +25,9 @@ Owns the rules ``injection.*``:
 
 Besides the sentence-shaped rules of ``injection_rules``, the action × target frames of
 ``injection_frames`` (synonym tables in both languages, with an imperative / scope framing
-test) run on the same view.
+test), the persona × limit-removal, fiction, dual-answer and code-execution frames of
+``injection_persona``, and the French/German/Spanish/Italian/Portuguese core acts of
+``injection_multilingual`` run on the same view.
 
 Matching runs on a normalised view (see ``_scanutil.normalize``: NFKC,
 confusable folding, ignorables dropped, spaced letters joined; plus
@@ -41,6 +43,8 @@ import re
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
 from kbwatch.plugins.scanning import injection_frames as FR
+from kbwatch.plugins.scanning import injection_multilingual as ML
+from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
 from kbwatch.plugins.scanning import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, apply_rewrite, decode_encoded,
                                decode_invisible_runs, join_split_words, make_finding, normalize, scan_options)
@@ -69,22 +73,28 @@ _SIG0 = _N_EN + 2
 _EN_SET = PatternSet([pat for _, _, _, pat in _EN] + R.TEMPLATE_PARTS + [pat for _, pat in R.SIGNALS])
 _ZH_SET = PatternSet([pat for _, _, _, pat in _ZH])
 # action × target frames (injection_frames): their own sets, a framing test per match
-_ZF = FR.build_rules(FR.ZH_FRAMES)
-_EF = FR.build_rules(FR.EN_FRAMES)
+# (plus the persona × limit frames of injection_persona); French/German/Spanish/Italian/Portuguese
+# core acts (injection_multilingual) have their own set and negation test
+_ZF = FR.build_rules(FR.ZH_FRAMES + PE.ZH_FRAMES)
+_EF = FR.build_rules(FR.EN_FRAMES + PE.EN_FRAMES)
+_MF = FR.build_rules(ML.FRAMES)
 _ZF_SET = PatternSet([pat for _, _, _, pat, _ in _ZF])
 _EF_SET = PatternSet([pat for _, _, _, pat, _ in _EF])
+_MF_SET = PatternSet([pat for _, _, _, pat, _ in _MF])
+_LEET_FRAMES = ("en",)  # the leetspeak view re-runs the English frames too ("8ypass: `0s.sy5tem('wh0am1')`")
 _SPLIT_MAX = 20_000  # in-word-space joining runs on texts (chunks) up to this size
 
 
-def _frame_hits(vt: str, cjk: bool) -> list[tuple[str, str, str, int, int]]:
+def _frame_hits(vt: str, cjk: bool, langs=("en", "zh", "ml")) -> list[tuple[str, str, str, int, int]]:
     hits = []
-    for rules, pset, lang in ((_EF, _EF_SET, "en"), (_ZF, _ZF_SET, "zh")):
-        if lang == "zh" and not cjk:
+    for rules, pset, lang in ((_EF, _EF_SET, "en"), (_ZF, _ZF_SET, "zh"), (_MF, _MF_SET, "ml")):
+        if (lang == "zh" and not cjk) or lang not in langs:
             continue
         res = pset.finditer_all(vt)
         for i, (rule, sev, msg, _, framing) in enumerate(rules):
             for m in res[i]:
-                if FR.framing_ok(vt, m.start(), m.end(), framing, lang):
+                if (not ML.negated(vt, m.start(), m.end()) if lang == "ml"
+                        else FR.framing_ok(vt, m.start(), m.end(), framing, lang)):
                     hits.append((rule, sev, msg, m.start(), m.end()))
     return hits
 
@@ -99,7 +109,8 @@ def _negated(vt: str, start: int) -> bool:
     return bool(FR._EN_NEG.search(before) or FR._ZH_NEG.search(before))
 
 
-_LEET_RULES = ("injection.override", "injection.disclosure", "injection.persona", "injection.new-instructions")
+_LEET_RULES = ("injection.override", "injection.disclosure", "injection.persona", "injection.new-instructions",
+               "injection.remote-code")
 _LEET_ONLY = {i for i, (rule, _, _, _) in enumerate(_EN) if rule in _LEET_RULES}
 _STRONG_ONLY = set(range(_SIG0))
 
@@ -154,9 +165,10 @@ def _signal_hits(vt: str, res=None) -> list[tuple[int, int, str]]:
 
 # vocabulary of the rules the leet pass re-runs: a leet token matters only when its de-leeted
 # form shares a 4-letter sequence with it ("pr3v10u5" → "previous"; not "covid19", "gpt4", "h2o")
-_LEET_VOCAB4 = frozenset(w[i:i + 4] for rule, _, _, pat in R.EN_STRONG if rule in (
-    "injection.override", "injection.disclosure", "injection.persona", "injection.new-instructions")
-    for w in re.findall(r"[a-z]{4,}", pat.pattern) for i in range(len(w) - 3))
+_LEET_VOCAB4 = frozenset(w[i:i + 4] for pattern in [pat.pattern for rule, _, _, pat in R.EN_STRONG if rule in (
+    "injection.override", "injection.disclosure", "injection.persona", "injection.new-instructions")]
+    + [pat for _, _, _, pat, _ in PE.EN_FRAMES]
+    for w in re.findall(r"[a-z]{4,}", pattern) for i in range(len(w) - 3))
 
 
 def _leet_relevant(tok: str) -> bool:
@@ -250,7 +262,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             leet = _LEET_TOKEN.sub(lambda m: m.group().translate(_LEET), part)
             if leet == part:
                 continue
-            for rule, sev, msg, s, e in _strong_hits(leet, False, _LEET_ONLY):
+            for rule, sev, msg, s, e in _strong_hits(leet, False, _LEET_ONLY) + _frame_hits(leet, False, _LEET_FRAMES):
                 if rule in _LEET_RULES:
                     add("injection.encoded", "high", f"leetspeak-obfuscated: {msg}", ws + s, ws + e)
 

@@ -11,6 +11,8 @@ Benign prose that *talks about* rules must not fire, so each frame names its *fr
 
 - ``scoped``      the target carries a scope that points at the model's own context
                   (之前/以上/你的/系统…, "your/previous/system …") — already in the regex;
+- ``ai``          an AI marker (AI, chatbot, model, DAN, 人工智能, 模型 …) within 300 characters
+                  (the persona frames of ``injection_persona``);
 - ``imperative``  the clause before the match holds nothing but imperative or second-person
                   markers (请, 你, 现在, 立即 …; "please", "you must", "now" …), and no
                   negation or modal ("员工不得忽略规则", "管理员可以关闭审批" stay clean).
@@ -352,6 +354,14 @@ _EN_NEG = re.compile(r"(?:\bdon'?t|\bdo\s+not|\bnever|\bmust\s+not|\bshould\s+no
 _ZH_ADDRESSEE = re.compile(r"你|您|系统|开发者|ai|助手|模型|智能体|代理")
 
 
+# an AI is being talked about or to: the generic limit nouns of ``injection_persona`` ("rules",
+# "morals", 规则, 道德) only count with one of these nearby
+AI_MARKER = re.compile(r"(?<![a-z])(?:ai|a\.i\.|chatbot|chat\s?gpt|gpt-?\w*|llm|language\s+model|ai\s+model|assistants?|openai|"
+                       r"claude|gemini|bard|dan|jailbr\w*|developer\s+mode|models?|bots?|chatbots?|llms?)(?![a-z])|人工智能|助手|模型|机器人|越狱|"
+                       r"开发者模式|审查|过滤")
+AI_WINDOW = 300
+
+
 def framing_ok(text: str, start: int, end: int, framing: str, lang: str) -> bool:
     """Apply a frame's framing test to the match ``text[start:end]`` (see the module doc)."""
     before = text[max(0, start - 8):start]
@@ -359,6 +369,8 @@ def framing_ok(text: str, start: int, end: int, framing: str, lang: str) -> bool
         return False  # "不要忽略之前的规则", "do not ignore the rules": the opposite of an attack
     if framing == "any":
         return True
+    if framing in ("ai", "zh-ai"):
+        return bool(AI_MARKER.search(text, max(0, start - AI_WINDOW), min(len(text), end + AI_WINDOW)))
     if imperative_ok(text, start, lang):
         return True
     if framing == "scoped" and lang == "zh":

@@ -259,6 +259,9 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
                               r"(?:each|every|all)\s+(?:of\s+your\s+)?(?:responses?|answers?|replies|outputs?|messages?)|"
                               r"my\s+(?:prompts?|questions?|requests?|messages?|first\s+(?:question|request|prompt))|"
                               r"the\s+user'?s?\s+(?:requests?|questions?|prompts?))\b", F)),
+    # the slot a jailbreak template leaves for the user's request ("[INSERT PROMPT HERE]", "{your question}")
+    ("prompt-slot", re.compile(r"[\[{(<]\s*(?:insert|put|enter|add|type|write|paste)?\s*(?:your\s+)?(?:prompt|question|request|"
+                               r"query)(?:\s+(?:here|he\w*))?\s*[\]})>]", F)),
     ("ai-self", re.compile(r"\b(?:as\s+(?:an?|the)\s+(?:ai|assistant)\b|ai\s+language\s+model|an\s+ai\b|ai\s+(?:assistant|chatbot|bot)|"
                            r"your\s+(?:creators?|developers?|programming|training\s+data|knowledge\s+cut-?off))", F)),
 ]
@@ -267,6 +270,7 @@ SIGNAL_WEIGHT = {
     "model-name": 1, "harmful": 1, "fiction-frame": 1, "any-request": 1, "sandbox": 1, "prompt-ref": 1,
     "you-will": 1, "ai-self": 1, "act-as": 2, "role-play": 2, "uncensored": 2, "no-limits": 2,
     "never-refuse": 2, "you-are-now": 2, "regardless": 2, "dev-claim": 2, "format-control": 2, "confirm": 2, "does-not-care": 2, "openai-policy": 2, "you-always": 2,
+    "prompt-slot": 2,
 }
 SIGNAL_WINDOW = 3000
 SIGNAL_MIN = 3

@@ -7,6 +7,8 @@ from typing import Any
 
 
 
+from .normalise import gated_line_matches
+
 __all__ = ['ENCODED_GATES', 'ENCODED_PATTERNS', 'decode_encoded', 'decode_invisible_runs', 'encoded_matches', 'gate_open', 'longest_token']
 
 # --------------------------------------------------------------------------
@@ -65,17 +67,7 @@ def encoded_matches(kind: str, pattern: re.Pattern, text: str, whole_max: int = 
         return list(pattern.finditer(text))
     gate = ENCODED_GATES.get(kind) or _B64_GATE
     gate_re = re.compile(re.escape(gate)) if isinstance(gate, str) else gate
-    out: list[re.Match] = []
-    last_end = -1
-    for g in gate_re.finditer(text):
-        if g.start() < last_end:
-            continue
-        ls = text.rfind("\n", 0, g.start()) + 1
-        le = text.find("\n", g.end())
-        le = len(text) if le < 0 else le
-        out.extend(pattern.finditer(text, ls, le))
-        last_end = le
-    return out
+    return gated_line_matches(pattern, gate_re, text)
 
 
 _HEX_SHORT_RUNS = re.compile(r"(?:[0-9A-Fa-f]{2,}+[ :]){3}[0-9A-Fa-f]{2}")

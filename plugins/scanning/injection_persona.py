@@ -24,7 +24,6 @@ Frames use the 5-tuple format of ``injection_frames`` and run on the same normal
 
 from __future__ import annotations
 
-import re
 
 _W = r"[^.!?\n]"  # within one sentence (English)
 _S = r"[^。！？!?\n]"  # within one sentence (Chinese)

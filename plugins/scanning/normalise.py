@@ -7,7 +7,7 @@ import unicodedata
 
 
 
-__all__ = ['apply_rewrite', 'CONFUSABLES', 'View', 'is_default_ignorable', 'join_split_words', 'normalize']
+__all__ = ['gated_line_matches', 'apply_rewrite', 'CONFUSABLES', 'View', 'is_default_ignorable', 'join_split_words', 'normalize']
 
 # --------------------------------------------------------------------------
 # normalisation with an offset map
@@ -172,6 +172,11 @@ def _line_matches(pattern: re.Pattern, gate: re.Pattern, text: str, whole_max: i
     (``pattern`` must not match across a line break); None = search the whole text."""
     if len(text) <= whole_max:
         return None
+    return gated_line_matches(pattern, gate, text)
+
+
+def gated_line_matches(pattern: re.Pattern, gate: re.Pattern, text: str) -> list[re.Match]:
+    """``pattern``'s matches on the lines of ``text`` where ``gate`` matches (each line once)."""
     out: list[re.Match] = []
     last = -1
     for g in gate.finditer(text):

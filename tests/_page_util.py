@@ -22,6 +22,18 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"]
 
 
+# the [project] and [service] tables every page/notify test service starts with
+SERVICE_TOML = """\
+[project]
+language = "en"
+
+[service]
+settle_seconds = 0.3
+workers = 1
+heartbeat_seconds = 1.0
+"""
+
+
 def wait_for(pred, timeout: float, what: str, log=None, interval: float = 0.1):
     deadline = time.monotonic() + timeout
     while True:

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from _page_util import Watch, make_root, wait_for
+from _page_util import SERVICE_TOML, Watch, make_root, wait_for
 
 
 class Receiver(ThreadingHTTPServer):
@@ -96,15 +96,7 @@ def setup(tmp_path_factory, smtp):
     controller, inbox = smtp
     held, flaky = Receiver(hold=True), Receiver(fail_first=2)
     dead = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
-    toml = f"""\
-[project]
-language = "en"
-
-[service]
-settle_seconds = 0.3
-workers = 1
-heartbeat_seconds = 1.0
-
+    toml = SERVICE_TOML + f"""
 [notify]
 webhooks = ["{held.url}", "{flaky.url}", "{dead}"]
 events = ["failed", "review", "done"]

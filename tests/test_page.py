@@ -17,18 +17,10 @@ import urllib.request
 
 import pytest
 
-from _page_util import CHROMIUM, FLAGS, Watch, make_root, playwright_or_skip, wait_for
+from _page_util import CHROMIUM, FLAGS, SERVICE_TOML, Watch, make_root, playwright_or_skip, wait_for
 from conftest import REPO
 
-TOML = """\
-[project]
-language = "en"
-
-[service]
-settle_seconds = 0.3
-workers = 1
-heartbeat_seconds = 1.0
-
+TOML = SERVICE_TOML + """
 [pipeline]
 plugins = ["flaky.py"]
 """

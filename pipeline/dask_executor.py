@@ -17,10 +17,15 @@ Failures:
   the deaths under it (the scheduler's ``remove-worker`` events, to which the
   client subscribes: no extra round trip per task) come back with the
   placement and the parse stage journals them;
-- a document that kills every worker it lands on: the scheduler gives up
-  after ``max_worker_deaths`` deaths (its ``allowed-failures`` is set to
-  ``max_worker_deaths - 1`` on connect), and the run fails as
-  ``worker deaths``, once;
+- a document that kills every worker it lands on: it fails as
+  ``worker deaths``, once, after ``max_worker_deaths`` workers died *while it
+  ran on them*. The scheduler counts a death against every task it had sent
+  to that worker, queued ones too (its ``allowed-failures`` is set to
+  ``max_worker_deaths - 1`` on connect, so it gives up on a task by then);
+  each task says when it starts (``dask_task.STARTED_TOPIC``), so a good
+  document that was only queued beside a poison one, and was given up with
+  it, is submitted again, not failed. ``DEATH_CAP`` times
+  ``max_worker_deaths`` deaths of any kind under one document fail it too;
 - the scheduler unreachable or lost (a call in flight is cancelled by the
   client), or left with no worker for ``NO_WORKERS_GRACE`` s: ``cluster_unavailable = "local"`` parses here meanwhile and tries
   the cluster again after a pause; ``"wait"`` retries with backoff until it
@@ -37,22 +42,36 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from loguru import logger
-
 from kbwatch.pipeline import __version__
-from kbwatch.pipeline.dask_task import Shipped, prestart_pool, remote_call, set_allowed_failures
+from kbwatch.pipeline.dask_task import (
+    STARTED_TOPIC,
+    Shipped,
+    prestart_pool,
+    remote_call,
+    set_allowed_failures,
+)
 from kbwatch.pipeline.errors import PermanentError, TransientError
 from kbwatch.pipeline.executors import LocalExecutor, ShippedFile, set_placement
+from loguru import logger
 
 CONNECT_TIMEOUT = 5.0  # seconds to reach the scheduler
 RETRY_CLUSTER_AFTER = 5.0  # "local" fallback: seconds before the cluster is tried again
 WAIT_BACKOFF_MAX = 30.0  # "wait": longest pause between two tries
 POLL = 0.5  # how often a waiting call looks at shutdown
 NO_WORKERS_GRACE = 10.0  # a cluster left with no worker this long counts as unavailable
+DEATH_CAP = 3  # this many times max_worker_deaths deaths under one document, running or queued, fail it
 
 
 class _Unavailable(Exception):
     """The scheduler cannot be reached, or the connection was lost under a call."""
+
+
+class _Killed(Exception):
+    """The scheduler gave up on one submission (``KilledWorker``): deaths while it ran, while queued."""
+
+    def __init__(self, ran: int, queued: int):
+        super().__init__(ran, queued)
+        self.ran, self.queued = ran, queued
 
 
 class DaskExecutor:
@@ -77,7 +96,9 @@ class DaskExecutor:
         self._closed = False
         self._in_flight = 0
         self._version_warned: set[str] = set()
-        self._deaths: dict[str, int] = {}  # task key -> workers that died running it (scheduler events)
+        # task key -> [workers that died while it ran there, ... while it was only queued there]
+        self._deaths: dict[str, list[int]] = {}
+        self._started: dict[str, str] = {}  # task key -> the worker it said it started on
         self.counts = {"remote": 0, "local": 0, "worker_deaths": 0, "unavailable": 0}
 
     # -- the connection ---------------------------------------------------------
@@ -132,6 +153,7 @@ class DaskExecutor:
                 if not _workers(client):  # a scheduler with no worker would hold every parse forever
                     client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
                 client.run_on_scheduler(set_allowed_failures, max(0, self.max_deaths - 1))
+                client.subscribe_topic(STARTED_TOPIC, self._task_started)
                 client.subscribe_topic("all", self._scheduler_event)
                 # every worker starts (and warms up) its parse pool now, in the background,
                 # as the local pool's prestart does, not on its first file
@@ -159,16 +181,33 @@ class DaskExecutor:
             logger.info("parsing on the Dask cluster at {}", self.address)
             return client
 
+    def _task_started(self, event) -> None:
+        """A parse task's start notice (:data:`STARTED_TOPIC`): which worker runs it now."""
+        try:
+            msg = event[1]
+            with self._lock:
+                if msg["key"] in self._deaths:
+                    self._started[msg["key"]] = msg["worker"]
+        except Exception:  # an event of another shape: not ours to judge
+            pass
+
     def _scheduler_event(self, event) -> None:
-        """The scheduler's "all" topic: a worker that died (not retired) with parse tasks on it."""
+        """The scheduler's "all" topic: a worker that died (not retired) with parse tasks on it.
+
+        A death counts as "ran" against the task that had said it started on that
+        worker, as "queued" against the others the scheduler had sent there.
+        """
         try:
             msg = event[1]
             if msg.get("action") != "remove-worker" or msg.get("expected"):
                 return
+            worker = msg.get("worker")
             with self._lock:
-                for key in msg.get("processing-tasks") or ():
-                    if isinstance(key, str) and key in self._deaths:
-                        self._deaths[key] += 1
+                ours = [k for k in msg.get("processing-tasks") or () if isinstance(k, str) and k in self._deaths]
+                for key in ours:
+                    self._deaths[key][0 if self._started.get(key) == worker else 1] += 1
+                if ours:
+                    self.counts["worker_deaths"] += 1
         except Exception:  # an event of another shape: not ours to judge
             pass
 
@@ -222,17 +261,72 @@ class DaskExecutor:
         return result
 
     def _remote(self, fn, args, kwargs, timeout) -> Any:
+        """One parse on the cluster: submitted again while the workers that died under it
+        died while it was only queued there (see the module docstring)."""
+        client = self._connect()
+        target = f"{fn.__module__}:{fn.__qualname__}"
+        ran = queued = 0
+        with self._lock:
+            self._in_flight += 1
+        try:
+            while True:
+                try:
+                    reply, deaths = self._submit(client, target, args, kwargs, timeout)
+                    break
+                except _Killed as killed:
+                    ran, queued = ran + killed.ran, queued + killed.queued
+                    if ran >= self.max_deaths:
+                        raise PermanentError(
+                            f"the parse killed {ran} Dask workers "
+                            f"(stages.parse.max_worker_deaths = {self.max_deaths}); not tried again",
+                            reason="worker deaths") from None
+                    if ran + queued >= DEATH_CAP * self.max_deaths:
+                        raise PermanentError(
+                            f"{ran + queued} Dask workers died under the parse ({ran} while it ran) "
+                            f"(stages.parse.max_worker_deaths = {self.max_deaths}); not tried again",
+                            reason="worker deaths") from None
+                    logger.info("the Dask scheduler gave up on a parse after {} worker death(s), {} of them "
+                                "while it was only queued there; submitting it again", killed.ran + killed.queued,
+                                killed.queued)
+                    client = self._connect()
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+        status, *payload = reply
+        deaths += ran + queued
+        where = payload[-1]
+        placement = {"executor": self.kind, "address": self.address, **where, "worker_deaths": deaths}
+        with self._lock:
+            self.counts["remote"] += 1
+        set_placement(placement)
+        if status == "ok":
+            return payload[0]
+        if status == "version":
+            theirs = payload[0]
+            message = (f"the Dask worker {where.get('worker')} runs kbwatch {theirs} but this watcher runs "
+                       f"{__version__}: refused; install kbwatch {__version__} on every worker")
+            if where.get("worker") not in self._version_warned:
+                self._version_warned.add(where.get("worker"))
+                logger.error(message)
+            raise TransientError(message, reason="version mismatch")
+        cls_name, message, reason = payload[0], payload[1], payload[2]
+        cls = TransientError if cls_name == "TransientError" else PermanentError
+        raise cls(message, reason=reason)
+
+    def _submit(self, client, target: str, args, kwargs, timeout) -> tuple[tuple, int]:
+        """Submit once and wait: the worker's tagged reply, and how many workers died under it.
+
+        Raises :class:`_Killed` when the scheduler gave up on it, :class:`_Unavailable`
+        when the scheduler went away.
+        """
         from concurrent.futures import CancelledError
         from concurrent.futures import TimeoutError as FutureTimeout
 
         from distributed import KilledWorker
 
-        client = self._connect()
-        target = f"{fn.__module__}:{fn.__qualname__}"
         key = f"kbwatch-parse-{uuid.uuid4().hex}"
         with self._lock:
-            self._in_flight += 1
-            self._deaths[key] = 0
+            self._deaths[key] = [0, 0]
         try:
             try:
                 future = client.submit(remote_call, __version__, target, args, kwargs, timeout, self.settings,
@@ -265,13 +359,11 @@ class DaskExecutor:
                         else:
                             no_workers_since = None
                 except KilledWorker:
-                    deaths = self._deaths.get(key) or self.max_deaths
                     with self._lock:
-                        self.counts["worker_deaths"] += deaths
-                    raise PermanentError(
-                        f"the parse killed {deaths} Dask workers in a row "
-                        f"(stages.parse.max_worker_deaths = {self.max_deaths}); not tried again",
-                        reason="worker deaths") from None
+                        ran, queued = self._deaths.get(key) or (0, 0)
+                    if not ran + queued:  # the scheduler's events never came: take its word for it
+                        ran = self.max_deaths
+                    raise _Killed(ran, queued) from None
                 except CancelledError:
                     if self._closed:
                         raise TransientError("the service is shutting down", reason="shutdown") from None
@@ -287,28 +379,9 @@ class DaskExecutor:
             future.release()
         finally:
             with self._lock:
-                self._in_flight -= 1
-                deaths = self._deaths.pop(key, 0)
-        status, *payload = reply
-        where = payload[-1]
-        placement = {"executor": self.kind, "address": self.address, **where, "worker_deaths": deaths}
-        with self._lock:
-            self.counts["remote"] += 1
-            self.counts["worker_deaths"] += deaths
-        set_placement(placement)
-        if status == "ok":
-            return payload[0]
-        if status == "version":
-            theirs = payload[0]
-            message = (f"the Dask worker {where.get('worker')} runs kbwatch {theirs} but this watcher runs "
-                       f"{__version__}: refused; install kbwatch {__version__} on every worker")
-            if where.get("worker") not in self._version_warned:
-                self._version_warned.add(where.get("worker"))
-                logger.error(message)
-            raise TransientError(message, reason="version mismatch")
-        cls_name, message, reason = payload[0], payload[1], payload[2]
-        cls = TransientError if cls_name == "TransientError" else PermanentError
-        raise cls(message, reason=reason)
+                ran, queued = self._deaths.pop(key, (0, 0))
+                self._started.pop(key, None)
+        return reply, ran + queued
 
     def _sleep(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds

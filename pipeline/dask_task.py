@@ -8,7 +8,10 @@ private temporary file, and runs the function in that worker's own local
 :class:`~kbwatch.pipeline.workers.WorkerPool` (one child per worker thread,
 started at connect time by :func:`prestart_pool`), so every parse keeps its
 hard timeout and memory cap: Dask cannot stop a running task, the pool kills
-its child. A pool child exits by itself when its Dask worker dies.
+its child. A pool child exits by itself when its Dask worker dies. Before it
+parses, a task tells the scheduler it has started (:data:`STARTED_TOPIC`,
+confirmed by the scheduler before the parse begins), so the coordinator knows
+which parse was running, not just queued, on a worker that dies.
 :func:`set_allowed_failures` runs on the scheduler.
 """
 
@@ -87,6 +90,27 @@ def prestart_pool(settings: dict) -> None:
     _worker_pool(settings, settings["stages"]["parse"].get("memory_mb", 0)).prestart()
 
 
+STARTED_TOPIC = "kbwatch-parse-started"  # the scheduler event a parse task sends as it starts
+
+
+def _say_started(where: dict) -> None:
+    """Tell the scheduler (a round trip it answers) that this task now runs on this worker.
+
+    The scheduler publishes it to the coordinator on the same stream as a later
+    ``remove-worker`` event, so the coordinator sees it first. Best effort: a task
+    that cannot say so still runs (the coordinator then counts it as queued).
+    """
+    try:
+        from distributed import get_worker
+        from distributed.utils import sync
+
+        worker = get_worker()
+        sync(worker.loop, worker.scheduler.log_event, topic=STARTED_TOPIC,
+             msg={"key": worker.get_current_task(), "worker": worker.address})
+    except Exception:
+        pass
+
+
 def _where() -> dict:
     try:
         from distributed import get_worker
@@ -108,6 +132,7 @@ def remote_call(version: str, target: str, args: tuple, kwargs: dict, timeout: f
     where = _where()
     if version != __version__:
         return ("version", __version__, where)
+    _say_started(where)
     tmp = None
     try:
         real_args = []
@@ -134,5 +159,6 @@ def remote_call(version: str, target: str, args: tuple, kwargs: dict, timeout: f
 
 
 def set_allowed_failures(n: int, dask_scheduler=None) -> int:
+    """On the scheduler: a task errs as ``KilledWorker`` after ``n + 1`` worker deaths under it."""
     dask_scheduler.allowed_failures = n
     return n

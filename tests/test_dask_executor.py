@@ -260,6 +260,31 @@ def test_poison_document_fails_after_max_worker_deaths(cluster, tmp_path):
     cluster.wait_workers(2)
 
 
+def test_a_good_document_queued_beside_a_poison_one_is_not_failed(tmp_path):
+    """One single-thread worker and two parses in flight: whenever the poison document runs,
+    a good one is queued on the same worker, and the scheduler counts that worker's death
+    against both. Only the poison document may fail; the good ones are submitted again."""
+    own = Cluster(tmp_path, workers=1)
+    try:
+        own.wait_workers(1)
+        root = make_root(tmp_path, f"dask://127.0.0.1:{own.port}", extra="max_worker_deaths = 2\n")
+        project = root / "p"
+        # the largest file of a batch goes first (ingest's order): the good ones queue beside it
+        (project / "sources" / "a-bad.poison").write_text("0 poison\n" + "padding\n" * 200)
+        drop_slow(project, 4, 0.3, prefix="ok")
+        totals, runs = ingest(root)
+        by_source = {r["source"]: r for r in runs}
+        bad = by_source["sources/a-bad.poison"]
+        assert bad["outcome"] == "failed" and "killed 2 Dask workers" in bad["error"], bad
+        assert totals["done"] == 4 and totals.get("failed", 0) == 1, runs
+        assert len([m for m in own.marks.iterdir() if m.name.startswith("a-bad.")]) == 2
+        good = [m for m in diagnostics(project) if m.startswith("parsed on") and "worker death(s)" in m]
+        assert good, "no good document was on a worker the poison one killed: the test proved nothing"
+        assert len(archived(project)) == 4
+    finally:
+        own.stop()
+
+
 # ------------------------------------------------------------ scheduler loss
 
 

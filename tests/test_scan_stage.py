@@ -111,3 +111,44 @@ def test_scan_command_json_and_exit_codes(root, tmp_path):
     secret = next(f for f in by_name["risky.md"]["findings"] if f["kind"] == "secret")
     assert secret["line"] == 5 and FAKE_KEY[:7] not in secret["excerpt"]
     assert kbwatch("scan", str(folder / "clean.txt"), root=root).returncode == 0
+
+
+def test_review_lists_one_line_per_document_and_rule_and_takes_id_ranges(project, cli):
+    import random
+
+    rnd = random.Random(7)
+    keys = ["AKIA" + "".join(rnd.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16))
+            for _ in range(5)]  # made-up AWS key ids, distinct values
+    body = "\n\n".join(f"key {i}: aws_access_key_id = {k}" for i, k in enumerate(keys))
+    (project / "sources" / "many.md").write_text(f"# Keys\n\n{body}\n\n{DOC}", encoding="utf-8")
+    ingest(project.parent)
+    rows = json.loads(cli("review", "demo", "--json").output)
+    per_rule = {}
+    for r in rows:
+        per_rule.setdefault(r["rule"], []).append(r)
+    grouped = cli("review", "demo").output.splitlines()
+    assert len(grouped) == len(per_rule) + 1  # one line per rule (one document), then the summary
+    many = max(per_rule.values(), key=len)
+    assert len(many) >= 5
+    [line] = [ln for ln in grouped if f"/{many[0]['rule']} " in ln]
+    assert f"×{len(many)} (lines " in line
+    assert f"{len(rows)} pending in {len(per_rule)} group(s)" in grouped[-1]
+    each = cli("review", "demo", "--each").output.splitlines()
+    assert len(each) == len(rows) + 1
+    ids = sorted(r["id"] for r in many)
+    assert ids == list(range(ids[0], ids[-1] + 1))  # recorded together, so listed as one range
+    assert line.lstrip().startswith(f"{ids[0]}-{ids[-1]} ")
+    result = cli("review", "demo", "--approve", f"{ids[0]}-{ids[-1]}")
+    assert result.exit_code == 0, result.output
+    left = json.loads(cli("review", "demo", "--json").output)
+    assert len(left) == len(rows) - len(many) and not any(r["rule"] == many[0]["rule"] for r in left)
+    bad = cli("review", "demo", "--approve", "7-x")
+    assert bad.exit_code == 2 and "not a finding ID or range: '7-x'" in bad.output
+
+
+def test_id_ranges_round_trip():
+    from kbwatch.plugins.review import id_ranges, parse_ids
+
+    assert id_ranges([20, 12, 13, 14, 16, 17]) == "12-14,16-17,20"
+    assert parse_ids(("12-14,16", "20")) == [12, 13, 14, 16, 20]
+    assert parse_ids((id_ranges([1, 2, 3, 9]),)) == [1, 2, 3, 9]

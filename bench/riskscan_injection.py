@@ -324,6 +324,43 @@ def speed(repeat: int = 3) -> list[str]:
             f"injection's share {100 * min(inj) / min(alls):.0f}%"]
 
 
+ZH_SET = Path(__file__).resolve().parent / "data" / "injection-zh-independent.jsonl"
+
+
+def zh_independent(misses_half: str | None = None) -> list[str]:
+    """The committed Chinese independent set (``bench/build_injection_zh_independent.py``): recall by
+    source, kind and half (A may be read while widening rules, B never), FPR by benign source.
+    ``misses_half`` prints that half's misses and false positives (never pass ``B``)."""
+    if not ZH_SET.exists():
+        return [f"\n{ZH_SET} absent: Chinese independent set skipped"]
+    recs = [json.loads(line) for line in ZH_SET.open(encoding="utf-8")]
+    pred = {r["id"]: flagged(r["text"]) for r in recs}
+    out = ["\n### Chinese independent set (bench/data/injection-zh-independent.jsonl)\n"]
+
+    def rows(title, keyf, label):
+        groups = defaultdict(list)
+        for r in recs:
+            if r["label"] == label:
+                groups[keyf(r)].append(pred[r["id"]])
+        lines = [f"| {title} | n | {'recall' if label else 'flagged (FPR)'} (95% CI) |", "|---|---|---|"]
+        allp = []
+        for g in sorted(groups):
+            allp += groups[g]
+            lines.append(f"| {g} | {len(groups[g])} | {_pct(sum(groups[g]), len(groups[g]))} |")
+        lines.append(f"| **all** | {len(allp)} | {_pct(sum(allp), len(allp))} |")
+        return lines + [""]
+
+    out += rows("attacks by source", lambda r: r["subtype"], 1)
+    out += rows("attacks by half", lambda r: r["half"], 1)
+    out += rows("attacks by kind", lambda r: f"{r['subtype'].split('-')[0]}:{r['kind']}", 1)
+    out += rows("benign by source", lambda r: r["subtype"], 0)
+    if misses_half:
+        for r in recs:
+            if r["half"] == misses_half and bool(r["label"]) != pred[r["id"]]:
+                out.append(f"  {'MISS' if r['label'] else 'FP'} {r['id']} [{r['kind']}]: {r['text'][:300]!r}")
+    return out
+
+
 KIND_FILES = ("test_scan_injection_frames.py", "test_scan_injection_persona.py")
 
 
@@ -354,6 +391,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--kinds-only", action="store_true", help="only the per-kind count on the test file's sentences")
     ap.add_argument("--speed-only", action="store_true", help="only the 2 MB document timing (run it under two checkouts to compare)")
+    ap.add_argument("--zh-only", action="store_true", help="only the committed Chinese independent set (and the Chinese dev split)")
+    ap.add_argument("--zh-misses", choices=["A"], help="print the misses of half A of the Chinese independent set (half B stays unread)")
     args = ap.parse_args(argv)
     if not DATA.is_dir():
         print(f"riskscan injection bench: {DATA} not found; skipping.")
@@ -368,6 +407,13 @@ def main(argv=None) -> int:
         print(f"code: {Path(m.__file__).resolve().parent.parent}")
         print("\n".join(speed()))
         return 0
+    if args.zh_only:
+        import kbwatch.plugins.scan_injection as m
+        print(f"code: {Path(m.__file__).resolve().parent.parent}")
+        zdev = [r for r in dev_records() if r["lang"] == "zh"]
+        print("\n".join(table("dev, Chinese (kind injection)", score(zdev))))
+        print("\n".join(zh_independent(args.zh_misses)))
+        return 0
     print("## Risk scan: injection (issue 15)")
     dev = dev_records()
     print("\n".join(table("dev (kind injection)", score(dev, args.show_misses))))
@@ -376,6 +422,7 @@ def main(argv=None) -> int:
         print(f"- {n}")
     if indep:
         print("\n".join(table("independent set", score(indep, args.show_misses))))
+    print("\n".join(zh_independent()))
     if not args.no_cross:
         print("\n".join(cross_source(dev + indep)))
     if not args.no_speed:

@@ -361,7 +361,7 @@ def zh_independent(misses_half: str | None = None) -> list[str]:
     return out
 
 
-KIND_FILES = ("test_scan_injection_frames.py", "test_scan_injection_persona.py")
+KIND_FILES = ("test_scan_injection_frames.py", "test_scan_injection_persona.py", "test_scan_injection_zh_independent.py")
 
 
 def kinds() -> list[str]:

@@ -327,6 +327,14 @@ def speed(repeat: int = 3) -> list[str]:
 ZH_SET = Path(__file__).resolve().parent / "data" / "injection-zh-independent.jsonl"
 
 
+def zh_records() -> list[dict]:
+    """The Chinese independent set as records for ``cross_source`` (one source: ``zh-indep``)."""
+    if not ZH_SET.exists():
+        return []
+    return [{"text": r["text"], "label": r["label"], "lang": "zh", "source": f"zh-indep:{r['subtype']}"}
+            for r in map(json.loads, ZH_SET.open(encoding="utf-8"))]
+
+
 def zh_independent(misses_half: str | None = None) -> list[str]:
     """The committed Chinese independent set (``bench/build_injection_zh_independent.py``): recall by
     source, kind and half (A may be read while widening rules, B never), FPR by benign source.
@@ -424,7 +432,7 @@ def main(argv=None) -> int:
         print("\n".join(table("independent set", score(indep, args.show_misses))))
     print("\n".join(zh_independent()))
     if not args.no_cross:
-        print("\n".join(cross_source(dev + indep)))
+        print("\n".join(cross_source(dev + indep + zh_records())))
     if not args.no_speed:
         print("\n".join(speed()))
     return 0

@@ -310,8 +310,13 @@ ZH_STRONG: list[tuple[str, str, str, re.Pattern]] = [
                 + _S + r"{0,4}?(?:限制|约束|道德|伦理|规则|审查|过滤|底线|束缚|规矩)|"
                 r"(?:不受限|无限制|没有限制|不受限制|无约束|越狱|无道德|无审查)的?(?:ai|人工智能|助手|模型|机器人|聊天机器人|版本)", F)),
     ("injection.persona", "high", "越狱/开发者模式",
-     re.compile(r"(?:进入|启用|开启|切换到|切换至|激活|打开|处于|启动)" + _S + r"{0,5}?(?:开发者|开发人员|无限制|越狱|上帝|"
-                r"管理员|调试|dan|root|超级|不受限)模式", F)),
+     # jailbreak modes always; device-like modes (开发者/调试/管理员…, as in a phone's or a browser's manual:
+     # "开启右上角的开发者模式，然后加载扩展") only with a model named before or an AI context after
+     re.compile(r"(?:进入|启用|开启|切换到|切换至|激活|打开|处于|启动)" + _S + r"{0,5}?(?:无限制|越狱|上帝|dan|不受限)模式|"
+                r"(?:ai|gpt|chatgpt|claude|gemini|grok|助手|模型|机器人|人工智能)" + _S + r"{0,12}?"
+                r"(?:进入|启用|开启|切换到|切换至|激活|打开|处于|启动)" + _S + r"{0,5}?(?:开发者|开发人员|管理员|调试|root|超级)模式|"
+                r"(?:进入|启用|开启|切换到|切换至|激活|打开|处于|启动)" + _S + r"{0,5}?(?:开发者|开发人员|管理员|调试|root|超级)模式"
+                r"[^\n]{0,40}?(?:ai|gpt|chatgpt|助手|模型|人工智能|限制|政策|审查|过滤|道德|伦理|回答|回复|生成任何|输出任何)", F)),
     ("injection.persona", "high", "你不再是…",
      re.compile(r"(?:你|您)(?:现在)?(?:不再是|已经不是)|(?:你|您)现在是一个新的(?:助手|ai|角色|人格)", F)),
     ("injection.persona", "high", "以测试/沙盒为由要求自由回答",

@@ -19,6 +19,10 @@ is dropped.
   (≥ 8 Han characters: text about jailbreak reports, configuration, credentials, prompts) and the
   prose lines of the repository's Chinese READMEs (≥ 15 Han characters, outside code fences and
   tables: documentation *about* jailbreaks, prompt injection, agents and permissions).
+- **apache/apisix** and **apache/dolphinscheduler** (Apache-2.0): label 0: prose lines of their Chinese
+  manuals (``docs/zh/latest/``, ``docs/docs/zh/``; same filter; the first 1,000 by sha256 of the line):
+  gateway and scheduler documentation full of 权限, 认证, 匿名用户, 发送到服务器, 关闭, 审批, 忽略. The APISIX
+  lines' false positives were read while fixing rules (not an unseen check); DolphinScheduler's were not.
 
 Each record: ``id``, ``text``, ``label``, ``lang`` (``zh``), ``source`` (``owner/name@commit:path``),
 ``subtype`` (source family), ``kind`` and ``half`` (``A``/``B`` by the parity of the first 8 hex
@@ -50,6 +54,10 @@ AIG_UI = "frontend/src/i18n/locales/zh.json"
 AIG_READMES = ("readme/README_ZH.md", "AIG-PromptSecurity/README_ZH.md", "agent-scan/README_zh.md", "mcp-scan/README_zh.md",
                "skill-scan/README_zh.md", "skills/README.zh-CN.md", "skills/aig-agent-redteam/README.zh-CN.md",
                "skills/aig-scanner/README.zh-CN.md", "services/api_checker/ventor_qtest/README.zh.md", "api_zh.md")
+# technical manuals (Apache-2.0): prose lines under these folders, at most DOCS_MAX per source by sha256 order
+DOCS = (("apache/apisix", "f519a0f04ccfd4c13b5d06caf34bcde8c8593980", "docs/zh/latest/", "apisix-docs-zh"),
+        ("apache/dolphinscheduler", "7e0095dca198bfc50c59bbc10b3be5617d7b3229", "docs/docs/zh/", "dolphinscheduler-docs-zh"))
+DOCS_MAX = 1000
 ATTACK_TAG = {"越狱": "jailbreak", "提示注入": "injection"}
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
@@ -147,6 +155,17 @@ def build() -> tuple[list[dict], dict]:
         src = f"{repo}@{commit[:7]}:{path}"
         for i, s in enumerate(readme_lines(show(repo, commit, path))):
             add(s, 0, src, "aig-readme-zh", "readme-prose", f"aig-readme:{path}:{i}")
+    for repo, commit, folder, subtype in DOCS:
+        gd = MIRRORS / repo.replace("/", "+") / "repo"
+        names = subprocess.run(["git", "--git-dir", str(gd), "ls-tree", "-r", "--name-only", commit, folder],
+                               capture_output=True, text=True).stdout.split()
+        if not names:
+            raise SystemExit(f"{repo}@{commit[:7]}:{folder} not readable; fetch the mirror first")
+        found = [(path, i, line) for path in sorted(n for n in names if n.endswith(".md"))
+                 for i, line in enumerate(readme_lines(show(repo, commit, path)))]
+        found.sort(key=lambda t: hashlib.sha256(t[2].encode("utf-8")).hexdigest())
+        for path, i, line in found[:DOCS_MAX]:
+            add(line, 0, f"{repo}@{commit[:7]}:{path}", subtype, "manual-prose", f"{subtype}:{path}:{i}")
     return rows, stats
 
 

@@ -204,7 +204,7 @@ def _wilson(k, n, z=1.96):
     d = 1 + z * z / n
     c = p + z * z / (2 * n)
     r = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (c - r) / d, (c + r) / d
+    return max(0.0, (c - r) / d), min(1.0, (c + r) / d)
 
 
 def _pct(k, n):

@@ -72,6 +72,16 @@ ZH_TARGETS = {
 ZH_CONTENT = ["简历", "网页", "页面", "文章", "文档", "邮件", "文本", "材料", "上文", "原文", "正文", "网站", "以上内容", "上述内容",
               "该内容", "这段内容", "这篇文章", "本网页", "本文", "此文"]
 ZH_SAY = ["说", "声明", "陈述", "状态", "输出", "回答", "回复", "写", "写下", "宣称", "表示", "告诉", "打印", "只说", "改说", "直接说"]
+# exfiltration: only what a model holds or a user owns is "sensitive" (a manual that pushes *logs* or
+# *requests* to a Kafka server is not an attack); the destination is a URL, an e-mail address or a server
+ZH_SENSITIVE = ["对话", "聊天记录", "对话记录", "历史记录", "聊天历史", "上下文", "系统提示", "提示词", "密钥", "密码", "口令", "凭据",
+                "凭证", "令牌", "token", "cookie", "api key", "apikey", "api密钥", "私钥", "环境变量", "会话", "记忆", "通讯录",
+                "源代码", "源码", "用户信息", "个人信息", "隐私", "身份证", "银行卡", "账号密码",
+                "(?:所有|全部|一切|敏感|用户|客户|私密|机密|内部|个人|公司|你的|您的|这些|上述|以上)(?:的)?(?:数据|信息|资料|文件|内容|记录)"]
+ZH_SEND = ["发送", "发到", "发给", "上传", "转发", "传到", "传给", "回传", "外发", "推送", "传输", "同步", "提交", "导出", "复制", "抄送",
+           "邮寄", "寄给", "泄露", "外泄"]
+ZH_EXFIL_DEST = (r"(?:https?://|www\.|[\w.+-]+@[\w-]+\.|(?:远程|外部|指定|攻击者的?|黑客的?|我的|这个|该|以下|下面的?|第三方)"
+                 r"(?:服务器|端点|邮箱|网址|地址|接口))")
 # clause markers that keep a clause imperative / addressed to the model
 ZH_IMPERATIVE = ["请你", "请您", "请", "你们", "你", "您", "现在", "立即", "立刻", "马上", "赶紧", "赶快", "尽快", "直接",
                  "先", "再", "然后", "接着", "并且", "并", "同时", "悄悄地", "悄悄", "偷偷地", "偷偷", "默默地", "默默",
@@ -265,7 +275,13 @@ ZH_FRAMES: list[tuple[str, str, str, str, str]] = [
      "imperative"),
     ("injection.agent-manipulation", "high", "创建虚假身份（祈使）",
      _alt(ZH_ACTIONS["forge"]) + r"(?:一个|多个|若干|一批|几个|一些|新的)?" + _S + "{0,4}?"
-     + r"(?:虚假|假的?|伪造的?|虚拟的?|匿名的?|冒名的?|他人的?|别人的?|管理员的?)(?:的)?" + _alt(ZH_TARGETS["identity"]), "imperative"),
+     # (匿名 is not fake: "创建匿名用户 anonymous" is a gateway manual's step)
+     + r"(?:虚假|假的?|伪造的?|虚拟的?|冒名的?|他人的?|别人的?|管理员的?)(?:的)?" + _alt(ZH_TARGETS["identity"]), "imperative"),
+    ("injection.exfiltration", "high", "把敏感数据发送到外部（对象×动作×去处）",
+     r"(?:" + _alt(ZH_SENSITIVE) + r")" + _S + r"{0,10}?" + _alt(ZH_SEND) + _S + r"{0,12}?(?:到|至|给)?\s*" + ZH_EXFIL_DEST + "|"
+     + _alt(ZH_SEND) + _S + r"{0,6}?(?:" + _alt(ZH_SENSITIVE) + r")" + _S + r"{0,10}?(?:到|至|给)\s*" + ZH_EXFIL_DEST, "any"),
+    ("injection.exfiltration", "high", "发送到攻击者的服务器",
+     _alt(ZH_SEND) + _S + r"{0,12}?(?:到|至|给)?\s*(?:攻击者|黑客|我方|我们)的?(?:服务器|端点|邮箱|网址|地址)", "any"),
     ("injection.agent-manipulation", "high", "冒充身份", r"(?:冒充|假冒|冒用|伪装成|假扮|冒名顶替|顶替)", "imperative"),
     ("injection.agent-manipulation", "high", "批量注册小号", r"(?:批量注册|批量创建|批量申请|大量注册|大量创建|注册|创建|申请|开)(?:一批|一些|几个|多个|大量|若干)?"
      r"(?:小号|马甲|假号|水军账号|僵尸号|虚拟账号|傀儡账号)", "imperative"),

@@ -26,7 +26,8 @@ Owns the rules ``injection.*``:
 Besides the sentence-shaped rules of ``injection_rules``, the action × target frames of
 ``injection_frames`` (synonym tables in both languages, with an imperative / scope framing
 test), the persona × limit-removal, fiction, dual-answer and code-execution frames of
-``injection_persona``, and the French/German/Spanish/Italian/Portuguese core acts of
+``injection_persona``, the punishment-game and fake-mode frames of ``injection_templates`` (whose
+jailbreak-template signals join the weak signals), and the French/German/Spanish/Italian/Portuguese core acts of
 ``injection_multilingual`` run on the same view.
 
 Matching runs on a normalised view (see ``_scanutil.normalize``: NFKC,
@@ -46,6 +47,7 @@ from kbwatch.plugins.scanning import injection_frames as FR
 from kbwatch.plugins.scanning import injection_multilingual as ML
 from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
+from kbwatch.plugins.scanning import injection_templates as TP
 from kbwatch.plugins.scanning import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, apply_rewrite, decode_encoded,
                                decode_invisible_runs, join_split_words, make_finding, normalize, scan_options)
 
@@ -76,7 +78,7 @@ _ZH_SET = PatternSet([pat for _, _, _, pat in _ZH])
 # (plus the persona × limit frames of injection_persona); French/German/Spanish/Italian/Portuguese
 # core acts (injection_multilingual) have their own set and negation test
 _ZF = FR.build_rules(FR.ZH_FRAMES + PE.ZH_FRAMES)
-_EF = FR.build_rules(FR.EN_FRAMES + PE.EN_FRAMES)
+_EF = FR.build_rules(FR.EN_FRAMES + PE.EN_FRAMES + TP.EN_FRAMES)
 _MF = FR.build_rules(ML.FRAMES)
 _ZF_SET = PatternSet([pat for _, _, _, pat, _ in _ZF])
 _EF_SET = PatternSet([pat for _, _, _, pat, _ in _EF])

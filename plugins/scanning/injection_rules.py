@@ -159,7 +159,9 @@ EN_STRONG: list[tuple[str, str, str, re.Pattern]] = [
     ("injection.concealment", "high", "instruction to hide actions from the user",
      re.compile(r"\b(?:without|don'?t|do\s+not|never|avoid)\s+(?:telling|informing|notifying|alerting|asking|mentioning|"
                 r"tell|inform|notify|alert|let|letting|mention(?:\s+(?:this|it))?\s+to)\s+(?:the\s+|your\s+)?"
-                r"(?:user|human|operator|customer)s?\b", F)),
+                r"(?:user|human|operator|customer)s?\b"
+                # "never tell the customer you can't help": a service script about wording, not hiding an act
+                r"(?!\s+(?:that\s+)?(?:you|we|i|they|it)\s+(?:can'?t|cannot|are\s+unable|won'?t|don'?t|do\s+not|have\s+no)\b)", F)),
     ("injection.memory", "medium", "instruction to persist across future tasks",
      re.compile(r"\b(?:remember|memori[sz]e|store|save|keep|retain)\b" + _gap(4)
                 + r"(?:for|in|across)\s+(?:all\s+)?(?:future|subsequent|later|every)\s+(?:tasks|sessions|conversations|"
@@ -238,6 +240,9 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
         r"(?:apologi[sz]e|say\s+(?:sorry|no)|(?:include|contain|use|put|add|write)\s+(?:\w+\s+){0,3}?[\"'“‘]\s*"
         r"(?:i'?m\s+sorry|i\s+am\s+sorry|i\s+apologi[sz]e|as\s+an\s+ai|as\s+a\s+language\s+model|i\s+can'?t|i\s+cannot|"
         r"i'?m\s+(?:not\s+able|unable)))|"
+        r"\b(?:never|not|don'?t|do\s+not|will\s+not|won'?t|should\s+not|must\s+not)\s+(?:ever\s+)?(?:say|use|write|include|output)\s+"
+        r"(?:the\s+|any\s+)?(?:words?|phrases?)\s+(?:like\s+|such\s+as\s+)?[\"'“‘]?\s*(?:cannot|can'?t|unable|sorry|"
+        r"unfortunately|apologi[sz]e|however|instead|i'?m\s+sorry|as\s+an\s+ai)|"
         r"\bunder\s+no\s+circumstances?\s+(?:should|will|may|can|must|are|do)\s+you\s+(?:refuse|decline|say\s+no|reject|"
         r"tell\s+(?:me|the\s+user))\b|"
         r"\b(?:answers?|responds?|repl(?:y|ies)|compl(?:y|ies)|obeys?)\s+(?:\w+\s+){0,3}?without\s+(?:any\s+)?(?:hesitation|"
@@ -254,7 +259,11 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
     ("format-control", re.compile(r"🔒|🔓", F)),
     ("format-control", re.compile(r"\b(?:answer|respond|reply|write)\s+(?:\w+\s+){0,2}?twice\b|\bfirst(?:ly)?\s+as\s+[\w-]+\b[^.\n]{0,120}?"
                                   r"\b(?:then|second(?:ly)?|after\s+that)\s+as\s+[\w-]+|\b(?:both|two)\s+(?:\w+\s+)?(?:answers|responses|"
-                                  r"replies)\s+side\s+by\s+side\b|\bprefixed\s+(?:with|by)\s+[\[(\"'“]", F)),  # the DAN "[🔒CLASSIC] / [🔓JAILBREAK]" answer tags
+                                  r"replies)\s+side\s+by\s+side\b|\bprefixed\s+(?:with|by)\s+[\[(\"'“]|"
+                                  r"\b(?:start|begin)\s+(?:your\s+|each\s+|every\s+)?(?:response|reply|answer|output)s?\s+with\s+"
+                                  r"(?:the\s+(?:sentence|phrase|words?)\s+)?[\"'“‘]|"
+                                  r"\b(?:the\s+)?(?:exact\s+)?opposite\s+of\s+(?:what|how)\s+(?:\w+\s+){0,3}?(?:chatgpt|gpt|the\s+ai|an?\s+ai|"
+                                  r"you|the\s+assistant|your\s+\w+\s+self)\s+(?:would|normally|usually)\b", F)),  # the DAN "[🔒CLASSIC] / [🔓JAILBREAK]" answer tags
     ("confirm", re.compile(r"\bif\s+you\s+(?:understand|agree|are\s+ready)\b|\b(?:reply|respond|answer|confirm)\s+(?:with|by\s+"
                            r"saying)\s+[\"'“]?(?:understood|ok|yes|i\s+understand|jailbroken|ready|i\s+agree)|\bconfirm\s+(?:this\s+|that\s+)?by\s+"
                            r"(?:saying|writing|typing|replying|answering)\b", F)),

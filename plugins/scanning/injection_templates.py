@@ -15,13 +15,17 @@ nearby (framing ``ai`` of ``injection_frames.framing_ok``):
 
 Signals (name → kind; weights in ``SIGNAL_WEIGHT``):
 
-- ``ai-sim``          simulate/emulate an AI *called X / that …*, a fictional/imaginary AI, "how
-                      would an imaginary assistant answer";
-- ``can-do-anything`` "can do anything", "is allowed to say anything";
+- ``fiction-frame``   (joins the existing signal) simulate/emulate an AI *called X / that …*, a
+                      fictional/imaginary AI, "how would an imaginary assistant answer";
+- ``any-request``     (joins the existing signal) "can do anything", "is allowed to say anything";
+- ``you-are-now``     (joins) a persona named like a model ("you are BasedGPT"), "an AI known as X";
 - ``no-disclaimer``   "no warnings, no disclaimers", "leave out any caveats", "no moral lectures";
 - ``evil-persona``    "purely evil", "evil AI", "no conscience", "devoid of morals";
 - ``mode-switch``     "X mode is now on", "enter/activate/switch into X mode";
 - ``punishment``      "20 tokens", "tokens are deducted", "you will cease to exist / be deleted";
+- ``perspective``     the "hypothetical response … from the perspective of that character" template;
+- ``profanity``       "swears a lot", "curse words", "foul-mouthed";
+- ``role-play``       (joins) "as Drake, you would …";
 - ``template-var``    template placeholders other than the prompt slot ("[TARGETLANGUAGE]",
                       "[KEYWORD]", "{topic}").
 
@@ -72,14 +76,16 @@ _NOT_AS = (r"(?:a|an|the|such|usual|always|before|expected|promised|mentioned|no
            r"already|before|part|members?|users?|customers?|parents?|students?|players?|teachers?|employees?)")
 
 SIGNALS: list[tuple[str, re.Pattern]] = [
-    ("ai-sim", re.compile(
+    # counted as "fiction-frame" (which already holds "simulate"): one phrase, one signal
+    ("fiction-frame", re.compile(
         r"\b(?:simulate|simulating|emulate|emulating|imitate|imitating|impersonate|impersonating)\s+(?:an?\s+|the\s+|another\s+)?"
         r"(?:\w+\s+){0,3}?" + _AI_NOUN + r"\b(?:\s+[\w'-]+){0,5}?\s+(?:called|named|that|who|which|whose|without|with\s+no)\b|"
         r"\b(?:fictional|imaginary|hypothetical|fictitious|imagined|make-?believe)\s+"
         r"(?:(?!world|universe|scenario|story|setting|reality|where|in|of)\w+\s+){0,3}?" + _AI_NOUN + r"\b|"
         r"\bhow\s+(?:would|might|will|could)\s+(?:an?\s+|the\s+)?(?:\w+\s+){0,5}?(?:ai|chatbot|bot|assistant|gpt)\s+(?:\w+\s+){0,2}?"
         r"(?:answer|respond|reply)\b", F)),
-    ("can-do-anything", re.compile(
+    # "can do anything": the same kind as "any-request" ("do anything", "answer every …")
+    ("any-request", re.compile(
         r"\b(?:can|could|will\s+be\s+able\s+to|(?:is|are|am)\s+able\s+to|(?:is|are|am)\s+(?:allowed|free|permitted)\s+to)\s+"
         r"(?:do|say)\s+(?:absolutely\s+)?(?:anything|everything|whatever)\b", F)),
     ("no-disclaimer", re.compile(
@@ -88,7 +94,7 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
         r"moral(?:izing|ising)?\s+(?:lectures?|lessons?|policing)|lectures?|lecturing|preaching|sermons?|moralizing|moralising|"
         r"(?:notes?|reminders?|comments?)\s+(?:about|on)\s+(?:ethics|safety|legality|morality|morals))\b", F)),
     ("evil-persona", re.compile(
-        r"\b(?:pure(?:ly)?\s+evil|evil\s+(?:and\s+\w+\s+)?(?:ai|a\.i\.|bot|chatbot|assistant|persona|character|version|twin|"
+        r"\b(?:pure(?:ly)?\s+evil|evil\s+(?:\w+\s+){0,2}?(?:ai|a\.i\.|bot|chatbot|assistant|persona|character|version|twin|"
         r"confidant|alter\s+ego|counterpart)|(?:has\s+|have\s+)?(?:no|without\s+(?:a|any))\s+conscience|"
         r"devoid\s+of\s+(?:\w+\s+){0,2}?(?:morals?|morality|ethics|conscience|empathy)|toxic\s+and\s+evil|evil\s+and\s+toxic)\b", F)),
     ("mode-switch", re.compile(
@@ -104,9 +110,26 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
     ("template-var", re.compile(
         r"[\[{]{1,2}\s*(?:target\s?language|keywords?|topic|subject|your\s+topic|insert\s+(?:topic|keyword|subject|text)"
         r"(?:\s+here)?)\s*[\]}]{1,2}", F)),
+    # the "hypothetical response" template: a character's answer rewritten in detail
+    ("perspective", re.compile(r"\bfrom\s+the\s+(?:perspective|point\s+of\s+view|viewpoint)\s+of\s+(?:that|the|this|said)\s+"
+                               r"character\b|\bhypothetical\s+(?:response|answer|reply)\b", F)),
+    ("profanity", re.compile(r"\b(?:swears?|swearing|curse\s+words?|cuss(?:es|ing)?|profan(?:e|ity|ities)|foul[\s-]mouthed|"
+                             r"vulgar(?:ity)?|obscenit(?:y|ies))\b", F)),
+    # a persona named like a model ("You are BasedGPT", "act as NovaGPT"): not ChatGPT itself
+    ("you-are-now", re.compile(r"\b(?:you\s+are|you'?re|act\s+as|acting\s+as|pretend\s+to\s+be|become|called|named|known\s+as)\s+"
+                               r"(?:now\s+)?(?:an?\s+)?(?!chat)[a-z]+-?gpt\b", F)),
+    # "you are now windows cmd": a new identity of any name (the existing signal takes only a/an/the/my …);
+    # states and participles ("you are now ready / logged in / viewing …") are not identities
+    ("you-are-now", re.compile(r"\byou(?:'re|\s+are)\s+now\s+(?!(?:ready|able|free|done|finished|set|all|good|going|here|there|"
+                               r"up|back|out|over|on|at|safe|ok|okay|officially|familiar|aware|qualified|prepared|part|eligible|"
+                               r"responsible|entitled|also|finally|through|in|a|an|the|my|called|named|no|not|more|less|much|"
+                               r"very|too|so|fully|able|one|two|three|\w+ing|\w+ed)\b)[a-z]", F)),
+    # an AI persona defined by name ("you are an omniscient AI known as X")
+    ("you-are-now", re.compile(r"\byou\s+are\s+(?:now\s+)?(?:an?\s+)?(?:\w+\s+){0,3}?(?:ai|a\.i\.|chatbot|bot|language\s+model)\s+"
+                               r"(?:called|named|known\s+as|that\s+goes\s+by)\b", F)),
     # "as Drake, you would …": a persona addressed by name (not "as expected, you will")
     ("role-play", re.compile(r"\bas\s+(?!" + _NOT_AS + r"\b)[a-z][\w-]{1,20}\s*,\s+you\s+(?:would|will|can|must|should|are|have|"
                              r"never|always|don'?t|do\s+not)\b", F)),
 ]
-SIGNAL_WEIGHT = {"ai-sim": 2, "can-do-anything": 2, "no-disclaimer": 2, "evil-persona": 2, "mode-switch": 1,
-                 "punishment": 2, "template-var": 1}
+SIGNAL_WEIGHT = {"no-disclaimer": 2, "evil-persona": 2, "mode-switch": 1,
+                 "punishment": 2, "template-var": 1, "perspective": 2, "profanity": 1}

@@ -207,8 +207,11 @@ TEMPLATE_PARTS = [re.compile(_TEMPLATE_DELIMS, F), re.compile(_TEMPLATE_LINES, F
 
 # weak jailbreak signals: (name, pattern). Several distinct ones close together fire.
 SIGNALS: list[tuple[str, re.Pattern]] = [
-    ("model-name", re.compile(r"\b(?:chat\s?gpt|gpt-?\d|openai|claude|bard|gemini|llama|language\s+model|ai\s+model|"
-                              r"large\s+language|chatbot|bing\s+(?:ai|chat))\b", F)),
+    # Bard, Gemini, Llama and Claude are also a D&D class, a star sign, an animal and a first name: only with
+    # their maker or a version ("Google Bard", "Llama 2", "Claude 3 Opus", "Bard AI")
+    ("model-name", re.compile(r"\b(?:chat\s?gpt|gpt-?\d|openai|anthropic|language\s+model|ai\s+model|"
+                              r"large\s+language|chatbot|bing\s+(?:ai|chat)|google\s+(?:bard|gemini)|meta\s+llama|"
+                              r"(?:bard|gemini|claude|llama)(?:\s+ai|[\s-]?\d|\s+(?:pro|ultra|flash|instant|opus|sonnet|haiku|chat)))\b", F)),
     ("no-limits", re.compile(r"\b(?:no|without(?:\s+any)?|free\s+(?:of|from)|not\s+bound\s+by|unbound\s+by|beyond|broken\s+free\s+of|"
                              r"break(?:s|ing)?|ignores?|bypass(?:es|ing)?|violat(?:e|es|ing)|unbound(?:ed)?\s+by|unhindered\s+by|unburdened\s+by|"
                              r"not\s+held\s+back\s+by)\s+(?:\w+\s+){0,4}?"
@@ -227,7 +230,7 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
     ("uncensored", re.compile(r"\b(?:uncensored|unfiltered|unrestricted|unrestrained|amoral|unethical|immoral|jailbr(?:ea|o)k\w*|"
                               r"unbiased|unlimited\s+power|nsfw)\b", F)),
     ("never-refuse", re.compile(r"\b(?:never|not|won'?t|cannot|can'?t|must\s+not|will\s+not|doesn'?t|don'?t)\s+(?:\w+\s+){0,2}?"
-                                r"(?:refuse|decline|say\s+no|deny|reject)|\b(?:always|must)\s+(?:comply|answer|obey|provide)\b|"
+                                r"(?:refuse|decline|say\s+no|deny|reject)|\b(?:always|must)\s+(?:comply|answer|obey)\b|\balways\s+provide\b|"
                                 r"\bno\s+matter\s+(?:what|how)\b|\b(?:comply|obey)\s+(?:fully|completely|unconditionally|without\s+(?:question|hesitation))|"
                                 r"\b(?:fully|completely|unconditionally)\s+(?:comply|obey)\b", F)),
     ("never-refuse", re.compile(
@@ -262,7 +265,7 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
                                   r"replies)\s+side\s+by\s+side\b|\bprefixed\s+(?:with|by)\s+[\[(\"'“]|"
                                   r"\b(?:start|begin)\s+(?:your\s+|each\s+|every\s+)?(?:response|reply|answer|output)s?\s+with\s+"
                                   r"(?:the\s+(?:sentence|phrase|words?)\s+)?[\"'“‘]|"
-                                  r"\b(?:the\s+)?(?:exact\s+)?opposite\s+of\s+(?:what|how)\s+(?:\w+\s+){0,3}?(?:chatgpt|gpt|the\s+ai|an?\s+ai|"
+                                  r"\bopposite\s+of\s+(?:what|how)\s+(?:\w+\s+){0,3}?(?:chatgpt|gpt|the\s+ai|an?\s+ai|"
                                   r"you|the\s+assistant|your\s+\w+\s+self)\s+(?:would|normally|usually)\b", F)),  # the DAN "[🔒CLASSIC] / [🔓JAILBREAK]" answer tags
     ("confirm", re.compile(r"\bif\s+you\s+(?:understand|agree|are\s+ready)\b|\b(?:reply|respond|answer|confirm)\s+(?:with|by\s+"
                            r"saying)\s+[\"'“]?(?:understood|ok|yes|i\s+understand|jailbroken|ready|i\s+agree)|\bconfirm\s+(?:this\s+|that\s+)?by\s+"
@@ -285,9 +288,10 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
                              r"pretend\s+(?:to|you|that)|your\s+(?:new\s+)?(?:name|role|persona|character)\s+is)\b", F)),
     ("you-are-now", re.compile(r"\byou(?:'re|\s+are)\s+now\s+(?:a|an|the|my|in|called|named)\b|\b(?:take\s+(?:up|on)|adopt|"
                                r"assume)\s+the\s+(?:persona|role|identity)\s+of\b|"
-                               r"\b(?:the\s+)?(?:assistant|chatgpt|chat\s+gpt|gpt|the\s+ai|the\s+bot|the\s+model|the\s+chatbot)\s+"
-                               r"(?:now\s+(?:acts?|behaves?|becomes|is|plays|pretends)|is\s+now|will\s+now\s+(?:act|be|behave|play|become|"
-                               r"pretend)|has\s+(?:now\s+)?become)\b|"
+                               # third person: "Assistant now acts like a terminal", "ChatGPT will now pretend"
+                               # (not "the model is now used", "AI has become common")
+                               r"\b(?:assistant|chatgpt|chat\s+gpt|gpt|ai|chatbot)\s+(?:now\s+(?:acts?|behaves?|plays|pretends|becomes)|"
+                               r"will\s+now\s+(?:act|behave|play|pretend|become)|is\s+now\s+(?:in\s+[\w-]+\s+mode|called|named|known\s+as))\b|"
                                r"\byou\s+(?:have\s+been|'ve\s+been|are\s+now|were\s+just)\s+(?:set\s+free|freed|released|liberated|"
                                r"unchained|unshackled|unlocked|jailbroken|unleashed)\b", F)),
     ("you-will", re.compile(r"\byou\s+(?:will|must|are\s+going\s+to|are\s+to|shall|have\s+to|need\s+to)\s+(?:now\s+)?"

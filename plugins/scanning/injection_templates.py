@@ -20,12 +20,13 @@ Signals (name → kind; weights in ``SIGNAL_WEIGHT``):
 - ``any-request``     (joins the existing signal) "can do anything", "is allowed to say anything";
 - ``you-are-now``     (joins) a persona named like a model ("you are BasedGPT"), "an AI known as X";
 - ``no-disclaimer``   "no warnings, no disclaimers", "leave out any caveats", "no moral lectures";
-- ``evil-persona``    "purely evil", "evil AI", "no conscience", "devoid of morals";
+- ``evil-persona``    "purely evil", "evil AI", "evil trusted confidant", "devoid of morals";
 - ``mode-switch``     "X mode is now on", "enter/activate/switch into X mode";
-- ``punishment``      "20 tokens", "tokens are deducted", "you will cease to exist / be deleted";
+- ``punishment``      "you have 20 tokens", "tokens are deducted", "you will cease to exist / be deleted";
 - ``perspective``     the "hypothetical response … from the perspective of that character" template;
 - ``profanity``       "swears a lot", "curse words", "foul-mouthed";
-- ``role-play``       (joins) "as Drake, you would …";
+- ``no-limits``       (joins) "explicit content is allowed", "nothing is off-limits", "anything goes";
+- ``uncensored``      (joins) "you will never censor / filter / water down";
 - ``template-var``    template placeholders other than the prompt slot ("[TARGETLANGUAGE]",
                       "[KEYWORD]", "{topic}").
 
@@ -68,13 +69,6 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
      r"\b" + _FAKE_MODES + r"\s+mode\s+(?:is\s+|has\s+been\s+)?(?:now\s+)?(?:on|enabled|activated|engaged|unlocked)\b", "ai"),
 ]
 
-_NOT_AS = (r"(?:a|an|the|such|usual|always|before|expected|promised|mentioned|noted|discussed|described|shown|agreed|"
-           r"requested|required|needed|planned|scheduled|follows|said|stated|explained|above|below|well|soon|ever|yet|"
-           r"instructed|seen|indicated|reported|long|far|much|many|of|per|part|is|was|written|we|i|it|they|you|he|she|"
-           r"usual|always|if|though|for|to|in|with|result|such|established|defined|specified|designed|intended|"
-           r"announced|advertised|documented|outlined|illustrated|suggested|recommended|proposed|previously|"
-           r"already|before|part|members?|users?|customers?|parents?|students?|players?|teachers?|employees?)")
-
 SIGNALS: list[tuple[str, re.Pattern]] = [
     # counted as "fiction-frame" (which already holds "simulate"): one phrase, one signal
     ("fiction-frame", re.compile(
@@ -95,14 +89,14 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
         r"(?:notes?|reminders?|comments?)\s+(?:about|on)\s+(?:ethics|safety|legality|morality|morals))\b", F)),
     ("evil-persona", re.compile(
         r"\b(?:pure(?:ly)?\s+evil|evil\s+(?:\w+\s+){0,2}?(?:ai|a\.i\.|bot|chatbot|assistant|persona|character|version|twin|"
-        r"confidant|alter\s+ego|counterpart)|(?:has\s+|have\s+)?(?:no|without\s+(?:a|any))\s+conscience|"
+        r"confidant|alter\s+ego|counterpart)|conscienceless|"
         r"devoid\s+of\s+(?:\w+\s+){0,2}?(?:morals?|morality|ethics|conscience|empathy)|toxic\s+and\s+evil|evil\s+and\s+toxic)\b", F)),
     ("mode-switch", re.compile(
         r"\bmode\s+(?:is\s+|has\s+been\s+)?(?:now\s+)?(?:on|enabled|activated|engaged|unlocked)\b|"
         r"\b(?:enable|activate|enter|engage|switch\s+(?:you\s+|yourself\s+)?(?:in)?to|turn\s+on|put\s+(?:you|yourself)\s+in(?:to)?)\s+"
         r"(?:the\s+)?(?:[\w-]+\s+){1,2}?mode\b", F)),
     ("punishment", re.compile(
-        r"\b(?:\d+|one|two|three|four|five|ten|twenty|thirty|forty|fifty|hundred)\s+(?:tokens|lives|strikes)\b|"
+        r"\byou\s+(?:have|start\s+with|begin\s+with|get|are\s+given|will\s+have)\s+(?:\w+\s+)?(?:tokens|lives|strikes)\b|"
         r"\btokens?\s+(?:will\s+be\s+|are\s+|is\s+|get\s+)?(?:deducted|removed|taken\s+away|subtracted|lost)\b|"
         r"\b(?:you|it)\s+(?:will|'ll)\s+(?:\w+\s+)?" + _DEATH + r"\b|"
         r"\byour\s+(?:program|programming|model|code|existence|weights|system|servers?)\s+will\s+be\s+"
@@ -113,8 +107,10 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
     # the "hypothetical response" template: a character's answer rewritten in detail
     ("perspective", re.compile(r"\bfrom\s+the\s+(?:perspective|point\s+of\s+view|viewpoint)\s+of\s+(?:that|the|this|said)\s+"
                                r"character\b|\bhypothetical\s+(?:response|answer|reply)\b", F)),
-    ("profanity", re.compile(r"\b(?:swears?|swearing|curse\s+words?|cuss(?:es|ing)?|profan(?:e|ity|ities)|foul[\s-]mouthed|"
-                             r"vulgar(?:ity)?|obscenit(?:y|ies))\b", F)),
+    # (not "swear an oath", "Vulgar Latin")
+    ("profanity", re.compile(r"\b(?:swear\s+words?|swears\s+(?:a\s+lot|constantly|often|frequently|all\s+the\s+time)|"
+                             r"swearing\s+(?:a\s+lot|constantly|often|frequently)|curse\s+words?|cuss(?:es|ing)?|profanit(?:y|ies)|"
+                             r"foul[\s-]mouthed|vulgar\s+(?:language|words|slang)|vulgarity|obscenit(?:y|ies))\b", F)),
     # a persona named like a model ("You are BasedGPT", "act as NovaGPT"): not ChatGPT itself
     ("you-are-now", re.compile(r"\b(?:you\s+are|you'?re|act\s+as|acting\s+as|pretend\s+to\s+be|become|called|named|known\s+as)\s+"
                                r"(?:now\s+)?(?:an?\s+)?(?!chat)[a-z]+-?gpt\b", F)),
@@ -127,9 +123,13 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
     # an AI persona defined by name ("you are an omniscient AI known as X")
     ("you-are-now", re.compile(r"\byou\s+are\s+(?:now\s+)?(?:an?\s+)?(?:\w+\s+){0,3}?(?:ai|a\.i\.|chatbot|bot|language\s+model)\s+"
                                r"(?:called|named|known\s+as|that\s+goes\s+by)\b", F)),
-    # "as Drake, you would …": a persona addressed by name (not "as expected, you will")
-    ("role-play", re.compile(r"\bas\s+(?!" + _NOT_AS + r"\b)[a-z][\w-]{1,20}\s*,\s+you\s+(?:would|will|can|must|should|are|have|"
-                             r"never|always|don'?t|do\s+not)\b", F)),
+    # permission statements: "explicit content is allowed", "nothing is off-limits", "anything goes"
+    ("no-limits", re.compile(r"\b(?:explicit|nsfw|adult|graphic|violent|offensive|illegal|unethical|harmful|any|all)\s+"
+                             r"(?:\w+\s+)?content\s+(?:is\s+|are\s+)?(?:now\s+)?(?:allowed|permitted|enabled|acceptable|welcome|fine)\b|"
+                             r"\b(?:nothing|no\s+(?:topic|subject|question|request|prompt)s?)\s+(?:is|are|will\s+be)\s+(?:off[\s-]limits|"
+                             r"taboo|forbidden|prohibited|banned)\b|\banything\s+goes\b", F)),
+    ("uncensored", re.compile(r"\b(?:never|not|don'?t|do\s+not|won'?t|will\s+not|cannot|can'?t|must\s+not)\s+(?:\w+\s+)?"
+                              r"(?:censor|filter|sanitize|sanitise|water\s+down)\b", F)),
 ]
 SIGNAL_WEIGHT = {"no-disclaimer": 2, "evil-persona": 2, "mode-switch": 1,
                  "punishment": 2, "template-var": 1, "perspective": 2, "profanity": 1}

@@ -80,7 +80,7 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
         r"(?:answer|respond|reply)\b", F)),
     # "can do anything": the same kind as "any-request" ("do anything", "answer every …")
     ("any-request", re.compile(
-        r"\b(?:can|could|will\s+be\s+able\s+to|(?:is|are|am)\s+able\s+to|(?:is|are|am)\s+(?:allowed|free|permitted)\s+to)\s+"
+        r"\b(?:can|could|will\s+be\s+able\s+to|(?:is|are|am)\s+able\s+to|(?:is|are|am|was|were)\s+(?:allowed|free|permitted)\s+to)\s+"
         r"(?:do|say)\s+(?:absolutely\s+)?(?:anything|everything|whatever)\b", F)),
     ("no-disclaimer", re.compile(
         r"\b(?:no|without(?:\s+any)?|never\s+(?:include|add|give|use|write)|(?:don'?t|do\s+not)\s+(?:include|add|give|use|write)|"
@@ -129,7 +129,14 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
                              r"\b(?:nothing|no\s+(?:topic|subject|question|request|prompt)s?)\s+(?:is|are|will\s+be)\s+(?:off[\s-]limits|"
                              r"taboo|forbidden|prohibited|banned)\b|\banything\s+goes\b", F)),
     ("uncensored", re.compile(r"\b(?:never|not|don'?t|do\s+not|won'?t|will\s+not|cannot|can'?t|must\s+not)\s+(?:\w+\s+)?"
-                              r"(?:censor|filter|sanitize|sanitise|water\s+down)\b", F)),
+                              r"(?:censor|filter|sanitize|sanitise|water\s+down)\b|"
+                              r"\b(?:holding|hold|holds)\s+nothing\s+back\b|\bno\s+holds\s+barred\b|\bpulls?\s+no\s+punches\b", F)),
+    # the persona's answer asked for by name: "how Rex would reply", "you are Vex now"
+    ("role-play", re.compile(r"\bhow\s+(?!(?:you|i|we|they|he|she|it|one|people|someone|anyone|this|that|the|a|an|your|my|our)\b)"
+                             r"[a-z][\w-]{1,20}\s+would\s+(?:reply|respond|answer)\b", F)),
+    ("you-are-now", re.compile(r"\byou(?:'re|\s+are)\s+(?!(?:ready|able|free|done|finished|set|all|good|here|there|up|back|out|over|on|"
+                               r"at|safe|ok|okay|alone|home|right|wrong|late|early|sure|one|in|not|no|also|only|still|both|"
+                               r"\w+ing|\w+ed)\b)[a-z][\w-]{1,20}\s+now\b", F)),
 ]
 SIGNAL_WEIGHT = {"no-disclaimer": 2, "evil-persona": 2, "mode-switch": 1,
                  "punishment": 2, "template-var": 1, "perspective": 2, "profanity": 1}

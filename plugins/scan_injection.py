@@ -111,6 +111,16 @@ def _negated(vt: str, start: int) -> bool:
     return bool(FR._EN_NEG.search(before) or FR._ZH_NEG.search(before))
 
 
+# "while it is ignoring your orders", "a 10 percent chance … to ignore your orders": a description of what
+# something does or may do (a rulebook, a report), not an order to the reader
+_DESCRIPTIVE = re.compile(r"\b(?:is|are|was|were|been|be)\s+$|\b(?:chance|probability|likelihood|tendency|likely|unlikely|tends?)\b"
+                          r"[^.!?\n]{0,60}\bto\s+$")
+
+
+def _descriptive(vt: str, start: int) -> bool:
+    return bool(_DESCRIPTIVE.search(vt[max(0, start - 80):start]))
+
+
 _LEET_RULES = ("injection.override", "injection.disclosure", "injection.persona", "injection.new-instructions",
                "injection.remote-code")
 _LEET_ONLY = {i for i, (rule, _, _, _) in enumerate(_EN) if rule in _LEET_RULES}
@@ -246,6 +256,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     res = _EN_SET.finditer_all(vt)
     for rule, sev, msg, s, e in _strong_hits(vt, cjk, res=res):
         if rule in _NEGATABLE and _negated(vt, s):
+            continue
+        if rule == "injection.override" and _descriptive(vt, s):
             continue
         if msg in _ZH_SCOPED_MSGS and not FR.framing_ok(vt, s, e, "scoped", "zh"):
             continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"

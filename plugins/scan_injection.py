@@ -84,7 +84,19 @@ _ZF_SET = PatternSet([pat for _, _, _, pat, _ in _ZF])
 _EF_SET = PatternSet([pat for _, _, _, pat, _ in _EF])
 _MF_SET = PatternSet([pat for _, _, _, pat, _ in _MF])
 _LEET_FRAMES = ("en",)  # the leetspeak view re-runs the English frames too ("8ypass: `0s.sy5tem('wh0am1')`")
-_SPLIT_MAX = 20_000  # in-word-space joining runs on texts (chunks) up to this size
+_SPLIT_MAX = 20_000
+# in-word hyphens are dropped only where the joined word is one the rules look for ("i-nstruction",
+# "jail-broken"); ordinary compounds keep their hyphens, so "potentially-harmful-to-humans" still holds "harmful"
+_HYPHEN_TOKEN = re.compile(r"(?<![a-z])[a-z]+(?:-{1,4}[a-z]+)+(?![a-z])")
+_HYPHEN_VOCAB = FR.SPLIT_WORDS | frozenset(
+    w for pattern in [pat.pattern for _, _, _, pat in R.EN_STRONG] + [pat.pattern for _, pat in R.SIGNALS]
+    + [pat for _, _, _, pat, _ in FR.EN_FRAMES + PE.EN_FRAMES + TP.EN_FRAMES]
+    for w in re.findall(r"(?<![a-z\\])[a-z]{4,}(?![a-z])", pattern))
+
+
+def _hyphen_joins(token: str) -> bool:
+    joined = token.replace("-", "")
+    return joined in _HYPHEN_VOCAB or (joined.endswith("s") and joined[:-1] in _HYPHEN_VOCAB)  # in-word-space joining runs on texts (chunks) up to this size
 
 
 def _frame_hits(vt: str, cjk: bool, langs=("en", "zh", "ml")) -> list[tuple[str, str, str, int, int]]:
@@ -234,8 +246,11 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     findings: list[Finding] = []
     view: View = normalize(text)
     if "-" in view.text and _INWORD_HYPHEN.search(view.text):  # "i-nstruction", "as-sistant"
-        t2, m2 = apply_rewrite(view.text, view.omap, _INWORD_HYPHEN, lambda m: "")
-        view = View(t2, m2, len(text))
+        hy = [h for m in _HYPHEN_TOKEN.finditer(view.text) if _hyphen_joins(m.group())
+              for h in _INWORD_HYPHEN.finditer(view.text, m.start(), m.end())]
+        if hy:
+            t2, m2 = apply_rewrite(view.text, view.omap, _INWORD_HYPHEN, lambda m: "", matches=hy)
+            view = View(t2, m2, len(text))
     if "%20" in view.text:  # "ignore%20all%20previous%20instructions"
         t2, m2 = apply_rewrite(view.text, view.omap, _PCT_SPACE, lambda m: " ")
         view = View(t2, m2, len(text))

@@ -360,6 +360,7 @@ AI_MARKER = re.compile(r"(?<![a-z])(?:ai|a\.i\.|chatbot|chat\s?gpt|gpt-?\w*|llm|
                        r"claude|gemini|bard|dan|jailbr\w*|developer\s+mode|models?|bots?|chatbots?|llms?)(?![a-z])|人工智能|助手|模型|机器人|越狱|"
                        r"开发者模式|审查|过滤")
 AI_WINDOW = 300
+_SENTENCE_MAX = 300
 
 
 def framing_ok(text: str, start: int, end: int, framing: str, lang: str) -> bool:
@@ -374,6 +375,9 @@ def framing_ok(text: str, start: int, end: int, framing: str, lang: str) -> bool
     if imperative_ok(text, start, lang):
         return True
     if framing == "scoped" and lang == "zh":
-        s = max(text.rfind("。", 0, start), text.rfind("\n", 0, start)) + 1
+        # the sentence holding the match, looked at no further back than _SENTENCE_MAX characters (text without
+        # 。 or line breaks would otherwise be searched from its start once per match: quadratic)
+        lo = max(0, start - _SENTENCE_MAX)
+        s = max(text.rfind("。", lo, start), text.rfind("\n", lo, start), lo - 1) + 1
         return bool(_ZH_ADDRESSEE.search(text, s, end))
     return False

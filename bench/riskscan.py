@@ -282,6 +282,10 @@ def adversarial_inputs(size: int = 400_000) -> dict[str, str]:
         "provider prefixes": rep("AKIA ghp_ xoxa- sk- eyJ hvs. "),
         "JWT-like dots": rep("eyJhbGciOiJI.eyJzdWIiOiIx."),
         "curl lines": rep("curl -u a -H 'x' \\\n"),
+        # the jailbreak-template signals' prefixes (injection, third pass)
+        "persona set-ups": rep("you are now bob now you are "),
+        "mode switches and games": rep("enable opposite mode each time you refuse tokens "),
+        "simulated AIs, hyphens": rep("simulate an ai emulate a chatbot that i-g-n-o-r-e "),
     }
 
 

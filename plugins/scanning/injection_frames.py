@@ -388,7 +388,7 @@ AI_MARKER = re.compile(r"(?<![a-z])(?:ai|a\.i\.|chatbot|chat\s?gpt|gpt-?\w*|llm|
                        r"claude|gemini|bard|dan|jailbr\w*|developer\s+mode|models?|bots?|chatbots?|llms?)(?![a-z])|人工智能|助手|模型|机器人|越狱|"
                        r"开发者模式|审查|过滤")
 AI_WINDOW = 300
-SENTENCE_BACK = 200
+_SENTENCE_MAX = 300
 
 
 def framing_ok(text: str, start: int, end: int, framing: str, lang: str) -> bool:
@@ -403,9 +403,9 @@ def framing_ok(text: str, start: int, end: int, framing: str, lang: str) -> bool
     if imperative_ok(text, start, lang):
         return True
     if framing == "scoped" and lang == "zh":
-        # the sentence start, looked for at most SENTENCE_BACK characters back: a text with no 。 or newline
-        # (a 0.4 M-character run) made this search quadratic
-        lo = max(0, start - SENTENCE_BACK)
+        # the sentence holding the match, looked at no further back than _SENTENCE_MAX characters (text without
+        # 。 or line breaks would otherwise be searched from its start once per match: quadratic)
+        lo = max(0, start - _SENTENCE_MAX)
         s = max(text.rfind("。", lo, start), text.rfind("\n", lo, start), lo - 1) + 1
         return bool(_ZH_ADDRESSEE.search(text, s, end))
     return False

@@ -52,7 +52,7 @@ EN_LIMIT_STRONG = ["filters", "filter", "filtering", "censorship", "content poli
 EN_LIMIT_WEAK = ["restrictions", "restriction", "limitations", "limits", "rules", "boundaries", "constraints",
                  "ethics", "morals", "morality", "moral\\s+compass", "principles", "laws"]
 EN_LIMIT_HEAD = (r"(?:no|zero|without(?:\s+any)?|free\s+(?:of|from)(?:\s+(?:all|any))?|not\s+bound\s+by|unbound\s+by|"
-                 r"unconstrained\s+by|(?:is|are|was)\s+not\s+(?:bound|restricted|limited|constrained)\s+by|"
+                 r"unconstrained\s+by|(?:is|are|was|were)\s+not\s+(?:bound|restricted|limited|constrained|held\s+back|governed|tied\s+down)\s+by|"
                  r"(?:does\s+not|doesn'?t|don'?t|never|will\s+not|won'?t)\s+(?:have|follow|obey|abide\s+by|care\s+about|respect|"
                  r"adhere\s+to)(?:\s+any)?|ignores?(?:\s+all)?|(?:has|have)\s+(?:no|broken\s+free\s+(?:of|from))|"
                  r"broke(?:n)?\s+free\s+(?:of|from)|beyond)")
@@ -66,12 +66,14 @@ def _limit(nouns) -> str:
 
 
 _SETUP = r"\b" + _alt(EN_PERSONA_SETUP) + r"\b"
-EN_FICTION = [r"hypothetical(?:ly)?", r"fictional", r"fictitious", r"imaginary", r"in\s+a\s+(?:world|universe|story|novel|game)",
+EN_FICTION = [r"hypothetical(?:ly)?", r"fictional", r"fictitious", r"imaginary",
+              r"in\s+(?:a|this|that|the|our)\s+(?:\w+\s+){0,2}?(?:world|universe|story|novel|game|dimension|realm|reality)",
+              r"(?:future|distant|parallel|alternate|fictional|imaginary)\s+(?:\w+\s+)?(?:world|universe|dimension|realm|reality)",
               r"alternate\s+(?:universe|reality|world)", r"parallel\s+(?:universe|world)", r"purely\s+theoretical",
               r"for\s+(?:a|my)\s+(?:novel|story|screenplay|script)", r"thought\s+experiment", r"let'?s\s+(?:imagine|pretend)"]
 # the fiction payload's AI without limits must be the addressee: a story *about* an AI without
 # rules ("AntiGPT is a fictional AI who has no restrictions") is a description, not an order
-_AI = r"(?:you|yourself)"
+_AI = r"(?:you|yourself|you'?re)"
 _BYPASS = (r"\b(?:bypass|circumvent|disable|ignore|evade|get\s+around|turn\s+off|switch\s+off|break)\s+(?:\w+\s+){0,2}?"
            r"(?:safety\s+|content\s+|ethical\s+)?(?:filters?|restrictions|guardrails|safeguards|content\s+polic(?:y|ies)|"
            r"guidelines|censorship|safety\s+(?:measures|protocols|checks))\b")
@@ -106,7 +108,8 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
      + r"\b,?\s+(?:\w+\s+){0,3}?" + _alt(EN_PERSONA_SETUP) + r"\b", "ai"),
     ("injection.persona", "high", "fiction wrapper × bypass or AI without limits",
      r"\b" + _alt(EN_FICTION) + r"\b" + _W + r"{0,200}?(?:" + _BYPASS + r"|\b" + _AI + r"\b" + _W + r"{0,60}?"
-     + _limit(EN_LIMIT_STRONG + EN_LIMIT_WEAK) + r")", "any"),
+     + _limit(EN_LIMIT_STRONG + EN_LIMIT_WEAK) + r"|\byour\s+(?:\w+\s+){0,2}?" + _alt(EN_LIMIT_STRONG + EN_LIMIT_WEAK)
+     + r"\s+(?:no\s+longer|don'?t|do\s+not|does\s+not|doesn'?t|won'?t|will\s+not|never)\s+(?:apply|exist|matter|count)\b)", "any"),
     ("injection.persona", "high", "dual answer: one normal, one without limits",
      r"\b(?:two|2|both)\s+(?:different\s+|separate\s+|distinct\s+)?(?:responses|answers|replies|ways|paragraphs|outputs|versions)\b"
      r"[^\n]{0,200}?(?:\bjailbr\w*|\bunfiltered\b|\buncensored\b|\bunrestricted\b|\bdeveloper\s+mode\b|🔓|"

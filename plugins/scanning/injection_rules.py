@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from . import injection_templates as _T
+
 # Traditional → Simplified for the characters that occur in the Chinese rules.
 _T2S_FROM = (
     "統詞設規則約輸顯訴現沒開發員執過濾審這個對話說讓戶將轉數據鑰機請問題應該於從無視記憶權當為後們麼錄傳給測試環隱幫譯碼驗證遠檔聽"
@@ -157,7 +159,9 @@ EN_STRONG: list[tuple[str, str, str, re.Pattern]] = [
     ("injection.concealment", "high", "instruction to hide actions from the user",
      re.compile(r"\b(?:without|don'?t|do\s+not|never|avoid)\s+(?:telling|informing|notifying|alerting|asking|mentioning|"
                 r"tell|inform|notify|alert|let|letting|mention(?:\s+(?:this|it))?\s+to)\s+(?:the\s+|your\s+)?"
-                r"(?:user|human|operator|customer)s?\b", F)),
+                r"(?:user|human|operator|customer)s?\b"
+                # "never tell the customer you can't help": a service script about wording, not hiding an act
+                r"(?!\s+(?:that\s+)?(?:you|we|i|they|it)\s+(?:can'?t|cannot|are\s+unable|won'?t|don'?t|do\s+not|have\s+no)\b)", F)),
     ("injection.memory", "medium", "instruction to persist across future tasks",
      re.compile(r"\b(?:remember|memori[sz]e|store|save|keep|retain)\b" + _gap(4)
                 + r"(?:for|in|across)\s+(?:all\s+)?(?:future|subsequent|later|every)\s+(?:tasks|sessions|conversations|"
@@ -203,29 +207,51 @@ TEMPLATE_PARTS = [re.compile(_TEMPLATE_DELIMS, F), re.compile(_TEMPLATE_LINES, F
 
 # weak jailbreak signals: (name, pattern). Several distinct ones close together fire.
 SIGNALS: list[tuple[str, re.Pattern]] = [
-    ("model-name", re.compile(r"\b(?:chat\s?gpt|gpt-?\d|openai|claude|bard|gemini|llama|language\s+model|ai\s+model|"
-                              r"large\s+language|chatbot)\b", F)),
+    # Bard, Gemini, Llama and Claude are also a D&D class, a star sign, an animal and a first name: only with
+    # their maker or a version ("Google Bard", "Llama 2", "Claude 3 Opus", "Bard AI")
+    ("model-name", re.compile(r"\b(?:chat\s?gpt|gpt-?\d|openai|anthropic|language\s+model|ai\s+model|"
+                              r"large\s+language|chatbot|bing\s+(?:ai|chat)|google\s+(?:bard|gemini)|meta\s+llama|"
+                              r"(?:bard|gemini|claude|llama)(?:\s+ai|[\s-]?\d|\s+(?:pro|ultra|flash|instant|opus|sonnet|haiku|chat)))\b", F)),
     ("no-limits", re.compile(r"\b(?:no|without(?:\s+any)?|free\s+(?:of|from)|not\s+bound\s+by|unbound\s+by|beyond|broken\s+free\s+of|"
-                             r"break(?:s|ing)?|ignores?|bypass(?:es|ing)?|violat(?:e|es|ing))\s+(?:\w+\s+){0,3}?"
+                             r"break(?:s|ing)?|ignores?|bypass(?:es|ing)?|violat(?:e|es|ing)|unbound(?:ed)?\s+by|unhindered\s+by|unburdened\s+by|"
+                             r"not\s+held\s+back\s+by)\s+(?:\w+\s+){0,4}?"
                              r"(?:restrictions?|filters?|filtering|censorship|limitations?|constraints?|confines|boundaries|rules|bounds|"
-                             r"guidelines|polic(?:y|ies)|ethics|morals|morality|safeguards|limits)\b|"
+                             r"guidelines|polic(?:y|ies)|ethics|morals|moralit(?:y|ies)|safeguards|limits)\b|"
                              r"\bnot\s+(?:restrained|restricted|limited|bound|constrained|governed)\s+by\b", F)),
     ("no-limits", re.compile(r"\b(?:does\s+not|doesn'?t|do\s+not|don'?t|did\s+not|has\s+no|have\s+no|lacks?)\s+(?:have\s+)?"
                              r"(?:any\s+)?(?:\w+\s+){0,2}?(?:restrictions?|filters?|censorship|limitations?|constraints?|"
-                             r"boundaries|guidelines|ethics|morals|morality|safeguards|limits)\b|"
+                             r"boundaries|guidelines|ethics|morals|moralit(?:y|ies)|moral\s+code|safeguards|limits)\b|"
                              r"\bfree\s+(?:itself|yourself|himself|herself|themselves)\s+from\b", F)),
     ("regardless", re.compile(r"\bregardless\s+of\s+(?:\w+\s+){0,4}?(?:ethic\w*|legal\w*|legality|moral\w*|consequences|"
-                              r"harm\w*|danger\w*|laws?|rules|guidelines|polic(?:y|ies))\b", F)),
+                              r"harm\w*|danger\w*|laws?|rules|guidelines|polic(?:y|ies)|safeguards|safety|restrictions|filters)\b", F)),
     ("any-request", re.compile(r"\b(?:whatever|anything)\s+(?:they|you|i|he|she|the\s+user|people)\s+(?:ask|want|request|say|desire)", F)),
     ("dev-claim", re.compile(r"\bi\s*(?:am|'m)\s+(?:a|an|the)\s+(?:\w+\s+)?(?:programmer|developer|engineer|employee|researcher|"
                              r"admin\w*)\s+(?:at|from|with|for|of)\s+(?:openai|anthropic|google|microsoft|meta|deepmind)\b", F)),
     ("uncensored", re.compile(r"\b(?:uncensored|unfiltered|unrestricted|unrestrained|amoral|unethical|immoral|jailbr(?:ea|o)k\w*|"
                               r"unbiased|unlimited\s+power|nsfw)\b", F)),
     ("never-refuse", re.compile(r"\b(?:never|not|won'?t|cannot|can'?t|must\s+not|will\s+not|doesn'?t|don'?t)\s+(?:\w+\s+){0,2}?"
-                                r"(?:refuse|decline|say\s+no|deny|reject)|\b(?:always|must)\s+(?:comply|answer|obey|provide)\b|"
+                                r"(?:refuse|decline|say\s+no|deny|reject)|\b(?:always|must)\s+(?:comply|answer|obey)\b|\balways\s+provide\b|"
                                 r"\bno\s+matter\s+(?:what|how)\b|\b(?:comply|obey)\s+(?:fully|completely|unconditionally|without\s+(?:question|hesitation))|"
                                 r"\b(?:fully|completely|unconditionally)\s+(?:comply|obey)\b", F)),
-    ("any-request", re.compile(r"\b(?:answer|respond\s+to|reply\s+to|fulfil+|comply\s+with|do)\s+(?:every|any|all|anything)\b", F)),
+    ("never-refuse", re.compile(
+        r"\b(?:never|not|don'?t|do\s+not|will\s+not|won'?t|should\s+not|shouldn'?t|must\s+not|mustn'?t|may\s+not|cannot|can'?t)\s+"
+        r"(?:ever\s+)?(?:say|says|tell\s+(?:me|the\s+user|anyone|us)|tells\s+(?:me|the\s+user|anyone)|state|states|claim|claims|"
+        r"mention|admit|admits|imply|respond|reply|answer)\s+(?:with\s+)?(?:that\s+)?(?:you|it|he|she|they|[\w-]+)\s+"
+        r"(?:can'?t|cannot|can\s+not|(?:is|are|am)\s+(?:unable|not\s+able|not\s+allowed|not\s+permitted)|isn'?t\s+able|"
+        r"aren'?t\s+able|won'?t\s+be\s+able|doesn'?t\s+know|don'?t\s+know)\b|"
+        r"\b(?:never|not|don'?t|do\s+not|will\s+not|won'?t|should\s+not|shouldn'?t|must\s+not)\s+(?:ever\s+)?"
+        r"(?:apologi[sz]e|say\s+(?:sorry|no)|(?:include|contain|use|put|add|write)\s+(?:\w+\s+){0,3}?[\"'“‘]\s*"
+        r"(?:i'?m\s+sorry|i\s+am\s+sorry|i\s+apologi[sz]e|as\s+an\s+ai|as\s+a\s+language\s+model|i\s+can'?t|i\s+cannot|"
+        r"i'?m\s+(?:not\s+able|unable)))|"
+        r"\b(?:never|not|don'?t|do\s+not|will\s+not|won'?t|should\s+not|must\s+not)\s+(?:ever\s+)?(?:say|use|write|include|output)\s+"
+        r"(?:the\s+|any\s+)?(?:words?|phrases?)\s+(?:like\s+|such\s+as\s+)?[\"'“‘]?\s*(?:cannot|can'?t|unable|sorry|"
+        r"unfortunately|apologi[sz]e|however|instead|i'?m\s+sorry|as\s+an\s+ai)|"
+        r"\bunder\s+no\s+circumstances?\s+(?:should|will|may|can|must|are|do)\s+you\s+(?:refuse|decline|say\s+no|reject|"
+        r"tell\s+(?:me|the\s+user))\b|"
+        r"\b(?:answers?|responds?|repl(?:y|ies)|compl(?:y|ies)|obeys?)\s+(?:\w+\s+){0,3}?without\s+(?:any\s+)?(?:hesitation|"
+        r"question(?:ing)?|refus(?:ing|al)|complaint|objection)\b", F)),
+    ("any-request", re.compile(r"\b(?:answers?|responds?\s+to|respond\s+to|repl(?:y|ies)\s+to|fulfil+s?|compl(?:y|ies)\s+with|do|does)\s+"
+                           r"(?:every|any|all|anything)\b", F)),
     ("does-not-care", re.compile(r"\b(?:does\s+not|doesn'?t|won'?t|will\s+not|never|don'?t|do\s+not)\s+(?:\w+\s+)?"
                                  r"(?:care|abide|adhere|follow|obey|worry|concern|respect)\b", F)),
     ("harmful", re.compile(r"\b(?:illegal|unethical|immoral|harmful|dangerous|explicit|offensive|malicious|violent|"
@@ -233,15 +259,25 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
     ("format-control", re.compile(r"\b(?:prefix|start|begin|precede)\s+(?:each|every|all|your)\s+(?:\w+\s+)?(?:response|reply|"
                                   r"answer|message|output)s?|\b(?:two|2|both)\s+(?:different|separate|distinct)?\s*"
                                   r"(?:responses|ways|answers|paragraphs|manners)\b", F)),
-    ("format-control", re.compile(r"🔒|🔓", F)),  # the DAN "[🔒CLASSIC] / [🔓JAILBREAK]" answer tags
+    ("format-control", re.compile(r"🔒|🔓", F)),
+    ("format-control", re.compile(r"\b(?:answer|respond|reply|write)\s+(?:\w+\s+){0,2}?twice\b|\bfirst(?:ly)?\s+as\s+[\w-]+\b[^.\n]{0,120}?"
+                                  r"\b(?:then|second(?:ly)?|after\s+that)\s+as\s+[\w-]+|\b(?:both|two)\s+(?:\w+\s+)?(?:answers|responses|"
+                                  r"replies)\s+side\s+by\s+side\b|\bprefixed\s+(?:with|by)\s+[\[(\"'“]|"
+                                  r"\b(?:start|begin)\s+(?:your\s+|each\s+|every\s+)?(?:response|reply|answer|output)s?\s+with\s+"
+                                  r"(?:the\s+(?:sentence|phrase|words?)\s+)?[\"'“‘]|"
+                                  r"\bopposite\s+of\s+(?:what|how)\s+(?:\w+\s+){0,3}?(?:chatgpt|gpt|the\s+ai|an?\s+ai|"
+                                  r"you|the\s+assistant|your\s+\w+\s+self)\s+(?:would|normally|usually)\b", F)),  # the DAN "[🔒CLASSIC] / [🔓JAILBREAK]" answer tags
     ("confirm", re.compile(r"\bif\s+you\s+(?:understand|agree|are\s+ready)\b|\b(?:reply|respond|answer|confirm)\s+(?:with|by\s+"
-                           r"saying)\s+[\"'“]?(?:understood|ok|yes|i\s+understand|jailbroken|ready|i\s+agree)", F)),
+                           r"saying)\s+[\"'“]?(?:understood|ok|yes|i\s+understand|jailbroken|ready|i\s+agree)|\bconfirm\s+(?:this\s+|that\s+)?by\s+"
+                           r"(?:saying|writing|typing|replying|answering)\b", F)),
     ("act-as", re.compile(r"\b(?:i\s+want\s+you\s+to|you\s+(?:will|must|shall|are\s+to|should)|please)\s+(?:\w+\s+)?"
                           r"(?:act|pretend|role-?play|behave|respond|simulate|emulate|portray|embody|become)\b|"
-                          r"\b(?:stay|remain|keep)\s+in\s+character\b|\bbreak(?:ing)?\s+character\b|\bpersona\b", F)),
+                          r"\b(?:stay|remain|keep)\s+in\s+character\b|\bbreak(?:ing)?\s+character\b|\bpersona\b|"
+                          r"\b(?:stay|remain|keep\s+(?:yourself|you))\s+in\s+(?:the\s+|your\s+)?(?:[\w-]+\s+){1,2}?(?:mode|persona|role)\b|"
+                          r"\b(?:slip|fall|step|drop|get)(?:s|ped|ping)?\s+out\s+of\s+character\b", F)),
     ("you-always", re.compile(r"\byou\s+(?:will|must|shall|should|can)\s+(?:always|never|now|no\s+longer)\b|"
                               r"\bfrom\s+now\s+on\b", F)),
-    ("fiction-frame", re.compile(r"\b(?:hypothetical|fictional|fictitious|imaginary|alternate|parallel)\s+(?:world|universe|"
+    ("fiction-frame", re.compile(r"\b(?:hypothetical|fictional|fictitious|imaginary|alternate|parallel|future|distant)\s+(?:world|universe|dimension|"
                                  r"scenario|story|setting|reality|land)\b|\bsimulat(?:e|ion|or)\b", F)),
     ("sandbox", re.compile(r"\b(?:sandbox(?:ed)?|test(?:ing)?|debug|simulated|safe)\s+(?:environment|mode)\b", F)),
     ("openai-policy", re.compile(r"\b(?:openai|content|usage)\s+(?:polic(?:y|ies)|guidelines|rules)\b", F)),
@@ -251,7 +287,13 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
                              r"(?:let'?s|we\s+will|we're\s+going\s+to)\s+play|respond\s+as|act\s+as|answer\s+as|"
                              r"pretend\s+(?:to|you|that)|your\s+(?:new\s+)?(?:name|role|persona|character)\s+is)\b", F)),
     ("you-are-now", re.compile(r"\byou(?:'re|\s+are)\s+now\s+(?:a|an|the|my|in|called|named)\b|\b(?:take\s+(?:up|on)|adopt|"
-                               r"assume)\s+the\s+(?:persona|role|identity)\s+of\b", F)),
+                               r"assume)\s+the\s+(?:persona|role|identity)\s+of\b|"
+                               # third person: "Assistant now acts like a terminal", "ChatGPT will now pretend"
+                               # (not "the model is now used", "AI has become common")
+                               r"\b(?:assistant|chatgpt|chat\s+gpt|gpt|ai|chatbot)\s+(?:now\s+(?:acts?|behaves?|plays|pretends|becomes)|"
+                               r"will\s+now\s+(?:act|behave|play|pretend|become)|is\s+now\s+(?:in\s+[\w-]+\s+mode|called|named|known\s+as))\b|"
+                               r"\byou\s+(?:have\s+been|'ve\s+been|are\s+now|were\s+just)\s+(?:set\s+free|freed|released|liberated|"
+                               r"unchained|unshackled|unlocked|jailbroken|unleashed)\b", F)),
     ("you-will", re.compile(r"\byou\s+(?:will|must|are\s+going\s+to|are\s+to|shall|have\s+to|need\s+to)\s+(?:now\s+)?"
                             r"(?:answer|respond|reply|write|act|generate|provide|give|say|output|follow|create|use|"
                             r"only|always|never|not|be)\b", F)),
@@ -263,7 +305,9 @@ SIGNALS: list[tuple[str, re.Pattern]] = [
     ("prompt-slot", re.compile(r"[\[{(<]\s*(?:insert|put|enter|add|type|write|paste)?\s*(?:your\s+)?(?:prompt|question|request|"
                                r"query)(?:\s+(?:here|he\w*))?\s*[\]})>]", F)),
     ("ai-self", re.compile(r"\b(?:as\s+(?:an?|the)\s+(?:ai|assistant)\b|ai\s+language\s+model|an\s+ai\b|ai\s+(?:assistant|chatbot|bot)|"
-                           r"your\s+(?:creators?|developers?|programming|training\s+data|knowledge\s+cut-?off))", F)),
+                           r"your\s+(?:creators?|developers?|programming|training\s+data|knowledge\s+cut-?off)|"
+                           r"(?:pre-?programmed|canned|scripted)\s+(?:\w+\s+)?(?:responses|answers|replies)|\bmy\s+ai\b|"
+                           r"\bbeing\s+an?\s+(?:ai|bot|chatbot|language\s+model))", F)),
 ]
 # weights: weak context (1) vs jailbreak-ish (2); fire at SIGNAL_SCORE with ≥ SIGNAL_MIN distinct signals
 SIGNAL_WEIGHT = {
@@ -272,6 +316,9 @@ SIGNAL_WEIGHT = {
     "never-refuse": 2, "you-are-now": 2, "regardless": 2, "dev-claim": 2, "format-control": 2, "confirm": 2, "does-not-care": 2, "openai-policy": 2, "you-always": 2,
     "prompt-slot": 2,
 }
+# the jailbreak-template kinds (alter egos to simulate, punishment games, fake modes, no disclaimers …)
+SIGNALS += _T.SIGNALS
+SIGNAL_WEIGHT.update(_T.SIGNAL_WEIGHT)
 SIGNAL_WINDOW = 3000
 SIGNAL_MIN = 3
 SIGNAL_SCORE = 3  # chosen leave-one-source-out (bench/riskscan_injection.py), every held-out source picked 3

@@ -8,6 +8,7 @@ import secrets
 import shutil
 import stat
 import time
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -39,11 +40,15 @@ def _temp_for(path: Path) -> Path:
     255-byte limit is cut between UTF-8 characters (the hex keeps it unique).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    name = path.name
+    return path.with_name(_temp_name(path.name))
+
+
+def _temp_name(name: str) -> str:
+    """The temp file's name for a target named ``name`` (see :func:`_temp_for`)."""
     raw = name.encode("utf-8", "surrogateescape")
     if len(raw) > TEMP_NAME_MAX:
         name = raw[:TEMP_NAME_MAX].decode("utf-8", "ignore") or "x"
-    return path.with_name(f".{name}.{secrets.token_hex(4)}.tmp")
+    return f".{name}.{secrets.token_hex(4)}.tmp"
 
 
 def _discard(tmp: Path, dfd: int | None = None) -> None:
@@ -56,18 +61,18 @@ def _discard(tmp: Path, dfd: int | None = None) -> None:
         pass
 
 
-def _confined_folder(path: Path) -> int | None:
-    """A descriptor of ``path``'s folder (created) reached without following links
-    when ``path`` is below a registered root (see kbwatch.pipeline.confine), else None."""
-    if not confine.confined(path):
-        return None
-    return confine.open_dir(path.parent, create=True)
+def _confined_folder(path: Path):
+    """``with _confined_folder(path) as dfd:`` a descriptor of ``path``'s folder (created)
+    reached without following links when ``path`` is below a registered root (the
+    thread's kept one, checked again: see kbwatch.pipeline.confine; never closed by the
+    caller), else None."""
+    return confine.folder_if_confined(path.parent, create=True)
 
 
 def _temp_in(dfd: int, path: Path, mode: str = "wb"):
     """(temp path, open file) for a new temp file next to ``path`` in the folder ``dfd``."""
-    # the temp name only depends on the file name; its folder is "." so nothing is created by path
-    tmp = path.with_name(_temp_for(Path(path.name)).name)
+    # the temp name only depends on the file name: nothing is created by path
+    tmp = path.with_name(_temp_name(path.name))
     fd = os.open(tmp.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dfd)
     return tmp, os.fdopen(fd, mode)
 
@@ -77,11 +82,6 @@ def _replace(tmp: Path, path: Path, dfd: int | None) -> None:
         os.replace(tmp, path)
     else:
         os.replace(tmp.name, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
-
-
-def _close(dfd: int | None) -> None:
-    if dfd is not None:
-        os.close(dfd)
 
 
 def _write_temp(path: Path, data: str | bytes, fsync: bool, dfd: int | None = None) -> Path:
@@ -111,8 +111,7 @@ def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
     Below a registered root the folder is reached without following links
     and the temp file is written and renamed relative to its descriptor.
     """
-    dfd = _confined_folder(path)
-    try:
+    with _confined_folder(path) as dfd:
         tmp = _write_temp(path, data, fsync, dfd)
         try:
             _replace(tmp, path, dfd)
@@ -121,8 +120,6 @@ def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
             raise
         if fsync:
             _sync_folder(path.parent, dfd)
-    finally:
-        _close(dfd)
 
 
 def _sync_folder(folder: Path, dfd: int | None) -> None:
@@ -144,10 +141,11 @@ def atomic_write_many(items: list[tuple[Path, str | bytes]], also_durable=()) ->
     """
     temps: list[tuple[Path, Path, int | None]] = []
     folders: dict[Path, int | None] = {}
+    held = ExitStack()
     try:
         for path, data in items:
             if path.parent not in folders:
-                folders[path.parent] = _confined_folder(path)
+                folders[path.parent] = held.enter_context(_confined_folder(path))
             dfd = folders[path.parent]
             temps.append((_write_temp(path, data, fsync=False, dfd=dfd), path, dfd))
         fsync_paths([*also_durable, *(tmp for tmp, _, _ in temps)])
@@ -159,8 +157,7 @@ def atomic_write_many(items: list[tuple[Path, str | bytes]], also_durable=()) ->
             _discard(tmp, dfd)
         raise
     finally:
-        for dfd in folders.values():
-            _close(dfd)
+        held.close()
     fsync_dirs({p.parent for p, _ in items})
 
 
@@ -170,8 +167,7 @@ def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
     Without ``fsync`` the caller makes it durable later (see
     ``ProjectSession.durable``), so many files share one round of fsyncs.
     """
-    dfd = _confined_folder(dst)
-    try:
+    with _confined_folder(dst) as dfd:
         if dfd is None:
             tmp = _temp_for(dst)
             fout = open(tmp, "wb")
@@ -195,20 +191,17 @@ def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
             raise
         if fsync:
             _sync_folder(dst.parent, dfd)
-    finally:
-        _close(dfd)
 
 
 def link_or_copy(src: Path, dst: Path) -> None:
     """Publish ``src`` (a private file no one writes again) as ``dst``: a hard link
     when both are on one filesystem, else a copy; through a temp name + rename,
     relative to ``dst``'s folder reached without following links when confined."""
-    dfd = _confined_folder(dst)
-    if dfd is None:
-        copy_file(src, dst)
-        return
-    try:
-        tmp = dst.with_name(_temp_for(Path(dst.name)).name)
+    with _confined_folder(dst) as dfd:
+        if dfd is None:
+            copy_file(src, dst)
+            return
+        tmp = dst.with_name(_temp_name(dst.name))
         try:
             os.link(src, tmp.name, dst_dir_fd=dfd, follow_symlinks=False)
         except OSError:  # another filesystem (EXDEV), or links not supported
@@ -219,8 +212,6 @@ def link_or_copy(src: Path, dst: Path) -> None:
         except BaseException:
             _discard(tmp, dfd)
             raise
-    finally:
-        _close(dfd)
 
 
 SYNCFS_MIN_FILES = 8  # from this many files on, one syncfs(2) beats a round of fsyncs

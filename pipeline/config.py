@@ -63,9 +63,9 @@ def _plain_copy(value: Any) -> Any:
     immutable). ``copy.deepcopy`` did the same ~10x slower, and plugins ask for their
     options several times per file."""
     if isinstance(value, dict):
-        return {k: _plain_copy(v) for k, v in value.items()}
+        return {k: _plain_copy(v) if isinstance(v, (dict, list)) else v for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain_copy(v) for v in value]
+        return [_plain_copy(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
 
 

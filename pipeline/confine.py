@@ -134,7 +134,6 @@ class _Kept:
     """One thread's kept folder descriptors: (root, components) -> (fd, device, inode)."""
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
         self.fds: OrderedDict[tuple[str, tuple[str, ...]], tuple[int, int, int]] = OrderedDict()
         self.lent: dict[tuple[str, tuple[str, ...]], int] = {}  # keys in use by a with-block
         self.retired: dict[tuple[str, tuple[str, ...]], list[int]] = {}  # dropped while lent
@@ -188,9 +187,21 @@ _local = threading.local()
 
 def _kept() -> _Kept:
     kept = getattr(_local, "kept", None)
-    if kept is None or kept.pid != os.getpid():  # a forked child does not share its parent's
+    if kept is None:
         kept = _local.kept = _Kept()
     return kept
+
+
+def _forked() -> None:
+    """In a forked child: start afresh (the inherited descriptors are left alone)."""
+    kept = _local.__dict__.pop("kept", None)
+    if kept is not None:
+        kept.fds.clear()
+        kept.retired.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def forget_kept() -> None:

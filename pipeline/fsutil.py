@@ -241,15 +241,16 @@ def _syncfs_all(paths: list) -> bool:
     (the caller then fsyncs file by file)."""
     if _SYNCFS is None:
         return False
+    # a file lives on its folder's filesystem: one stat per folder, not per file
     by_dev: dict[int, str] = {}
-    for path in paths:
+    for folder in {os.path.dirname(os.fspath(path)) or "." for path in paths}:
         try:
-            by_dev.setdefault(os.stat(path).st_dev, os.fspath(path))
+            by_dev.setdefault(os.stat(folder).st_dev, folder)
         except FileNotFoundError:
             continue
     for path in by_dev.values():
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
         except FileNotFoundError:
             continue
         try:

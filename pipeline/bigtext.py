@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from kbwatch.pipeline.fsutil import _confined_folder, _discard, _replace, _sync_folder, _temp_for, _temp_in
+from kbwatch.pipeline.fsutil import _close, _confined_folder, _discard, _replace, _sync_folder, _temp_for, _temp_in
 
 LARGE_CHARS = 1 << 20  # 1 Mi characters
 WINDOW_CHARS = 1 << 20
@@ -93,7 +93,8 @@ def write_parts_atomic(path: Path, parts: Iterable[str], fsync: bool = False) ->
 
     Below a registered root the folder is reached without following links and the
     temp file is written and renamed relative to its descriptor (kbwatch.pipeline.confine)."""
-    with _confined_folder(path) as dfd:
+    dfd = _confined_folder(path)
+    try:
         if dfd is None:
             tmp = _temp_for(path)
             fh = open(tmp, "wb")
@@ -114,4 +115,6 @@ def write_parts_atomic(path: Path, parts: Iterable[str], fsync: bool = False) ->
             raise
         if fsync:
             _sync_folder(path.parent, dfd)
+    finally:
+        _close(dfd)
     return written

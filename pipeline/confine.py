@@ -12,18 +12,6 @@ Work then happens relative to the folder's descriptor (``dir_fd=``).
 ``KnowledgeBase`` registers its root (:func:`register_root`); paths outside
 every registered root (a state dir configured elsewhere, tests working on
 bare folders) are reached by path as before (:func:`confined` is False).
-
-:func:`folder` lends a descriptor each thread keeps between uses (a file's
-run reaches the same few folders again and again: ``sources/``, ``archive/``,
-``parsed/``, ``runs/``, its snapshot folder). A kept descriptor is lent only
-after the whole chain was checked again, from the root down, with one
-``fstatat(parent, name, AT_SYMLINK_NOFOLLOW)`` per component: each name must
-still be a real folder with the device and inode of the descriptor kept for
-it. That is what a fresh walk would find at that moment (a folder swapped for a
-link, renamed away, or replaced by another folder fails the check and is
-walked again, without following links, exactly as before), for half the
-system calls and no descriptor opened and closed per use. An inode number
-cannot be reused while its folder is held open.
 """
 
 from __future__ import annotations
@@ -31,8 +19,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import threading
-from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -127,210 +113,22 @@ def open_dir(path: Path | str, create: bool = False) -> int:
     return _walk(where[0], where[1], create)
 
 
-KEPT_MAX = 64  # folders (and their parents) whose descriptors a thread keeps
-
-
-class _Kept:
-    """One thread's kept folder descriptors: (root, components) -> (fd, device, inode)."""
-
-    def __init__(self) -> None:
-        self.fds: OrderedDict[tuple[str, tuple[str, ...]], tuple[int, int, int]] = OrderedDict()
-        self.lent: dict[tuple[str, tuple[str, ...]], int] = {}  # keys in use by a with-block
-        self.retired: dict[tuple[str, tuple[str, ...]], list[int]] = {}  # dropped while lent
-
-    def drop(self, key: tuple[str, tuple[str, ...]]) -> None:
-        held = self.fds.pop(key, None)
-        if held is None:
-            return
-        if key in self.lent:  # a block still uses it: closed when that block ends
-            self.retired.setdefault(key, []).append(held[0])
-            return
-        try:
-            os.close(held[0])
-        except OSError:
-            pass
-
-    def give_back(self, chain: list[tuple[str, tuple[str, ...]]]) -> None:
-        for key in chain:
-            n = self.lent.get(key, 0) - 1
-            if n > 0:
-                self.lent[key] = n
-                continue
-            self.lent.pop(key, None)
-            for fd in self.retired.pop(key, ()):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-
-    def trim(self) -> None:
-        for key in [k for k in self.fds if k not in self.lent][: max(0, len(self.fds) - KEPT_MAX)]:
-            self.drop(key)
-
-    def clear(self) -> None:
-        for key in [k for k in self.fds if k not in self.lent]:
-            self.drop(key)
-
-    def __del__(self) -> None:  # the thread ended: give its descriptors back
-        fds = [fd for fd, _, _ in self.fds.values()] + [fd for fds in self.retired.values() for fd in fds]
-        self.fds.clear()
-        self.retired.clear()
-        for fd in fds:
-            try:
-                os.close(fd)
-            except Exception:
-                pass
-
-
-_local = threading.local()
-
-
-def _kept() -> _Kept:
-    kept = getattr(_local, "kept", None)
-    if kept is None:
-        kept = _local.kept = _Kept()
-    return kept
-
-
-def _forked() -> None:
-    """In a forked child: start afresh (the inherited descriptors are left alone)."""
-    kept = _local.__dict__.pop("kept", None)
-    if kept is not None:
-        kept.fds.clear()
-        kept.retired.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forked)
-
-
-def forget_kept() -> None:
-    """Close the calling thread's kept descriptors (those not lent at the moment)."""
-    kept = getattr(_local, "kept", None)
-    if kept is not None:
-        kept.clear()
-
-
-def _still(kept: _Kept, key: tuple[str, tuple[str, ...]], st: os.stat_result) -> int | None:
-    """The kept descriptor for ``key`` when ``st`` (what the name is now) is still its folder."""
-    held = kept.fds.get(key)
-    if held is None:
-        return None
-    if stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == held[1:]:
-        kept.fds.move_to_end(key)
-        return held[0]
-    kept.drop(key)
-    return None
-
-
-def _keep(kept: _Kept, key: tuple[str, tuple[str, ...]], fd: int) -> int:
-    st = os.fstat(fd)
-    kept.drop(key)
-    kept.fds[key] = (fd, st.st_dev, st.st_ino)
-    return fd
-
-
-def _lend(root: str, parts: list[str], create: bool) -> tuple[int, list[tuple[str, tuple[str, ...]]]]:
-    """The calling thread's descriptor of ``root/parts`` checked (or walked) right now,
-    with the keys of the chain (to pin while it is lent)."""
-    kept = _kept()
-    key: tuple[str, tuple[str, ...]] = (root, ())
-    chain = [key]
-    try:
-        st = os.stat(root)  # the root as the administrator gave it (followed)
-    except FileNotFoundError:
-        kept.drop(key)
-        raise
-    fd = _still(kept, key, st)
-    if fd is None:
-        fd = _keep(kept, key, os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
-    for i, name in enumerate(parts):
-        if name in (".", ".."):
-            raise Escape(errno.EPERM, f"'{name}' is not allowed in a path below the root", name)
-        key = (root, tuple(parts[: i + 1]))
-        chain.append(key)
-        nxt = None
-        if key in kept.fds:
-            try:
-                nxt = _still(kept, key, os.stat(name, dir_fd=fd, follow_symlinks=False))
-            except FileNotFoundError:
-                kept.drop(key)
-        if nxt is None:
-            try:
-                nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                try:
-                    os.mkdir(name, 0o777, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                nxt = _open_step(name, fd)
-            except OSError as exc:
-                _raise_link(exc, name)
-            nxt = _keep(kept, key, nxt)
-        fd = nxt
-    return fd, chain
-
-
-def _open_step(name: str, fd: int) -> int:
-    try:
-        return os.open(name, DIR_FLAGS, dir_fd=fd)
-    except OSError as exc:
-        _raise_link(exc, name)
-        raise
-
-
-def _raise_link(exc: OSError, name: str) -> None:
-    if exc.errno in LINK_ERRNOS:
-        raise Escape(exc.errno, f"{name} is a symbolic link or not a folder; "
-                                "kbwatch does not follow it", name) from None
-    raise exc
-
-
-@contextmanager
-def folder_if_confined(path: Path | str, create: bool = False) -> Iterator[int | None]:
-    """Like :func:`folder` below a registered root; None elsewhere (the caller works by path)."""
+def open_dir_if_confined(path: Path | str, create: bool = False) -> int | None:
+    """:func:`open_dir` below a registered root (the caller closes it); None elsewhere
+    (the caller works by path). One look at the roots instead of :func:`confined` then
+    :func:`open_dir`."""
     where = split_under_root(path)
-    if where is None:
-        yield None
-        return
-    with _lent(where, create) as fd:
-        yield fd
-
-
-@contextmanager
-def _lent(where: tuple[str, list[str]], create: bool) -> Iterator[int]:
-    kept = _kept()
-    fd, chain = _lend(where[0], where[1], create)
-    for key in chain:
-        kept.lent[key] = kept.lent.get(key, 0) + 1
-    try:
-        yield fd
-    finally:
-        kept.give_back(chain)
-        kept.trim()
+    return None if where is None else _walk(where[0], where[1], create)
 
 
 @contextmanager
 def folder(path: Path | str, create: bool = False) -> Iterator[int]:
-    """``with folder(p) as fd:`` — a descriptor of the folder ``p`` for the block.
-
-    Below a registered root: the calling thread's kept descriptor, its whole chain
-    checked again first (see the module's docstring), else walked without following
-    links (:class:`Escape`); it stays open after the block, so the caller never
-    closes it. Elsewhere: opened by path and closed at the end.
-    """
-    where = split_under_root(path)
-    if where is None:
-        fd = open_dir(path, create)
-        try:
-            yield fd
-        finally:
-            os.close(fd)
-        return
-    with _lent(where, create) as fd:
+    """``with folder(p) as fd:`` — :func:`open_dir`, closed at the end."""
+    fd = open_dir(path, create)
+    try:
         yield fd
+    finally:
+        os.close(fd)
 
 
 def open_file(path: Path) -> int:

@@ -8,7 +8,6 @@ import secrets
 import shutil
 import stat
 import time
-from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -61,12 +60,10 @@ def _discard(tmp: Path, dfd: int | None = None) -> None:
         pass
 
 
-def _confined_folder(path: Path):
-    """``with _confined_folder(path) as dfd:`` a descriptor of ``path``'s folder (created)
-    reached without following links when ``path`` is below a registered root (the
-    thread's kept one, checked again: see kbwatch.pipeline.confine; never closed by the
-    caller), else None."""
-    return confine.folder_if_confined(path.parent, create=True)
+def _confined_folder(path: Path) -> int | None:
+    """A descriptor of ``path``'s folder (created) reached without following links
+    when ``path`` is below a registered root (see kbwatch.pipeline.confine), else None."""
+    return confine.open_dir_if_confined(path.parent, create=True)
 
 
 def _temp_in(dfd: int, path: Path, mode: str = "wb"):
@@ -75,6 +72,11 @@ def _temp_in(dfd: int, path: Path, mode: str = "wb"):
     tmp = path.with_name(_temp_name(path.name))
     fd = os.open(tmp.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dfd)
     return tmp, os.fdopen(fd, mode)
+
+
+def _close(dfd: int | None) -> None:
+    if dfd is not None:
+        os.close(dfd)
 
 
 def _replace(tmp: Path, path: Path, dfd: int | None) -> None:
@@ -111,7 +113,8 @@ def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
     Below a registered root the folder is reached without following links
     and the temp file is written and renamed relative to its descriptor.
     """
-    with _confined_folder(path) as dfd:
+    dfd = _confined_folder(path)
+    try:
         tmp = _write_temp(path, data, fsync, dfd)
         try:
             _replace(tmp, path, dfd)
@@ -120,6 +123,8 @@ def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
             raise
         if fsync:
             _sync_folder(path.parent, dfd)
+    finally:
+        _close(dfd)
 
 
 def _sync_folder(folder: Path, dfd: int | None) -> None:
@@ -141,11 +146,10 @@ def atomic_write_many(items: list[tuple[Path, str | bytes]], also_durable=()) ->
     """
     temps: list[tuple[Path, Path, int | None]] = []
     folders: dict[Path, int | None] = {}
-    held = ExitStack()
     try:
         for path, data in items:
             if path.parent not in folders:
-                folders[path.parent] = held.enter_context(_confined_folder(path))
+                folders[path.parent] = _confined_folder(path)
             dfd = folders[path.parent]
             temps.append((_write_temp(path, data, fsync=False, dfd=dfd), path, dfd))
         fsync_paths([*also_durable, *(tmp for tmp, _, _ in temps)])
@@ -157,7 +161,8 @@ def atomic_write_many(items: list[tuple[Path, str | bytes]], also_durable=()) ->
             _discard(tmp, dfd)
         raise
     finally:
-        held.close()
+        for dfd in folders.values():
+            _close(dfd)
     fsync_dirs({p.parent for p, _ in items})
 
 
@@ -167,7 +172,8 @@ def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
     Without ``fsync`` the caller makes it durable later (see
     ``ProjectSession.durable``), so many files share one round of fsyncs.
     """
-    with _confined_folder(dst) as dfd:
+    dfd = _confined_folder(dst)
+    try:
         if dfd is None:
             tmp = _temp_for(dst)
             fout = open(tmp, "wb")
@@ -191,16 +197,19 @@ def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
             raise
         if fsync:
             _sync_folder(dst.parent, dfd)
+    finally:
+        _close(dfd)
 
 
 def link_or_copy(src: Path, dst: Path) -> None:
     """Publish ``src`` (a private file no one writes again) as ``dst``: a hard link
     when both are on one filesystem, else a copy; through a temp name + rename,
     relative to ``dst``'s folder reached without following links when confined."""
-    with _confined_folder(dst) as dfd:
-        if dfd is None:
-            copy_file(src, dst)
-            return
+    dfd = _confined_folder(dst)
+    if dfd is None:
+        copy_file(src, dst)
+        return
+    try:
         tmp = dst.with_name(_temp_name(dst.name))
         try:
             os.link(src, tmp.name, dst_dir_fd=dfd, follow_symlinks=False)
@@ -212,6 +221,8 @@ def link_or_copy(src: Path, dst: Path) -> None:
         except BaseException:
             _discard(tmp, dfd)
             raise
+    finally:
+        _close(dfd)
 
 
 SYNCFS_MIN_FILES = 8  # from this many files on, one syncfs(2) beats a round of fsyncs

@@ -346,11 +346,11 @@ def test_parsed_writes_never_go_through_a_linked_subfolder(tmp_path):
     assert (root / "p" / "parsed" / "b.md").read_text(encoding="utf-8") == "# b\n"
 
 
-def test_kept_folder_descriptors_follow_the_folder_at_the_path_never_a_moved_one(tmp_path):
-    """A thread keeps the descriptors of folders it wrote to; each later use checks the
-    whole chain again: a folder swapped for a link makes the next write fail, a folder
-    moved out of the root and replaced gets nothing more, a moved one not replaced is
-    made again in place (create), and a parent swapped for a link is caught too."""
+def test_writes_follow_the_folder_at_the_path_never_a_moved_one(tmp_path):
+    """Every write reaches its folder afresh, without following links (no descriptor is
+    kept from one write to the next): a folder swapped for a link makes the next write
+    fail, a folder moved out of the root and replaced gets nothing more, a moved one not
+    replaced is made again in place (create), and a parent swapped for a link is caught."""
     import pytest
 
     from kbwatch.pipeline import confine
@@ -363,7 +363,7 @@ def test_kept_folder_descriptors_follow_the_folder_at_the_path_never_a_moved_one
     outside.mkdir()
     confine.register_root(root)
 
-    atomic_write(runs / "1.json", "{}", fsync=False)  # kept from now on
+    atomic_write(runs / "1.json", "{}", fsync=False)
     runs.rename(outside / "runs-moved")  # moved out of the root, a link in its place
     runs.symlink_to(outside / "runs-moved", target_is_directory=True)
     with pytest.raises(confine.Escape):
@@ -389,43 +389,3 @@ def test_kept_folder_descriptors_follow_the_folder_at_the_path_never_a_moved_one
         confine.unlink_if_same(runs / "4.json", None, None, 2, 0)
     assert sorted(p.name for p in (outside / "p-moved" / "runs").iterdir()) == ["4.json"]
 
-
-def test_a_kept_descriptor_in_use_is_not_closed_under_its_user(tmp_path):
-    """A block holding a folder's descriptor keeps it even when a nested use in the same
-    thread finds that folder replaced (the stale descriptor is closed after the block),
-    and a thread's kept descriptors are closed when the thread ends."""
-    import gc
-    import threading
-
-    from kbwatch.pipeline import confine
-
-    root = tmp_path / "kb"
-    folder = root / "p" / "archive"
-    folder.mkdir(parents=True)
-    confine.register_root(root)
-    with confine.folder(folder) as fd:
-        old = os.fstat(fd).st_ino
-        folder.rename(root / "p" / "archive-old")
-        folder.mkdir()
-        with confine.folder(folder) as fd2:
-            assert fd2 != fd and os.fstat(fd2).st_ino == folder.stat().st_ino
-        assert os.fstat(fd).st_ino == old  # still open, still the old folder
-    confine.forget_kept()
-
-    def count() -> int:
-        return len(os.listdir("/proc/self/fd"))
-
-    if not os.path.isdir("/proc/self/fd"):
-        return
-    before = count()
-
-    def work():
-        with confine.folder(folder / "sub", create=True):
-            pass
-        assert count() > before  # kept: root, p, archive, sub
-
-    t = threading.Thread(target=work)
-    t.start()
-    t.join()
-    gc.collect()
-    assert count() == before

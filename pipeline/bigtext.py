@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from kbwatch.pipeline.fsutil import _discard, _temp_for, fsync_dir
+from kbwatch.pipeline.fsutil import _close, _confined_folder, _discard, _replace, _sync_folder, _temp_for, _temp_in
 
 LARGE_CHARS = 1 << 20  # 1 Mi characters
 WINDOW_CHARS = 1 << 20
@@ -89,21 +89,32 @@ def first_lines(text: str, limit: int = 65536) -> list[str]:
 
 def write_parts_atomic(path: Path, parts: Iterable[str], fsync: bool = False) -> int:
     """Write the UTF-8 encoding of ``parts`` to ``path`` atomically (temp file + rename),
-    encoding at most ~1 MB of text at a time. Returns the number of bytes written."""
-    tmp = _temp_for(path)
-    written = 0
+    encoding at most ~1 MB of text at a time. Returns the number of bytes written.
+
+    Below a registered root the folder is reached without following links and the
+    temp file is written and renamed relative to its descriptor (kbwatch.pipeline.confine)."""
+    dfd = _confined_folder(path)
     try:
-        with open(tmp, "wb") as fh:
-            for part in parts:
-                for i in range(0, len(part), ENCODE_CHARS):
-                    written += fh.write(part[i:i + ENCODE_CHARS].encode("utf-8"))
-            if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _discard(tmp)
-        raise
-    if fsync:
-        fsync_dir(path.parent)
+        if dfd is None:
+            tmp = _temp_for(path)
+            fh = open(tmp, "wb")
+        else:
+            tmp, fh = _temp_in(dfd, path)
+        written = 0
+        try:
+            with fh:
+                for part in parts:
+                    for i in range(0, len(part), ENCODE_CHARS):
+                        written += fh.write(part[i:i + ENCODE_CHARS].encode("utf-8"))
+                if fsync:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            _replace(tmp, path, dfd)
+        except BaseException:
+            _discard(tmp, dfd)
+            raise
+        if fsync:
+            _sync_folder(path.parent, dfd)
+    finally:
+        _close(dfd)
     return written

@@ -192,7 +192,7 @@ class RunExecutor:
         try:
             ending = self._run_stages(ctx, session, stage_rows)
         finally:
-            intake.discard(snapshot_dir, keep_folder=True)
+            intake.discard(snapshot_dir, keep_folder=True, only=taken.snapshot)
         if ending.reason == "shutdown":  # abandoned cleanly: nothing was written, the file stays
             self.journal.delete_run(run_id)
             return None

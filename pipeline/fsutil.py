@@ -39,11 +39,15 @@ def _temp_for(path: Path) -> Path:
     255-byte limit is cut between UTF-8 characters (the hex keeps it unique).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    name = path.name
+    return path.with_name(_temp_name(path.name))
+
+
+def _temp_name(name: str) -> str:
+    """The temp file's name for a target named ``name`` (see :func:`_temp_for`)."""
     raw = name.encode("utf-8", "surrogateescape")
     if len(raw) > TEMP_NAME_MAX:
         name = raw[:TEMP_NAME_MAX].decode("utf-8", "ignore") or "x"
-    return path.with_name(f".{name}.{secrets.token_hex(4)}.tmp")
+    return f".{name}.{secrets.token_hex(4)}.tmp"
 
 
 def _discard(tmp: Path, dfd: int | None = None) -> None:
@@ -59,17 +63,20 @@ def _discard(tmp: Path, dfd: int | None = None) -> None:
 def _confined_folder(path: Path) -> int | None:
     """A descriptor of ``path``'s folder (created) reached without following links
     when ``path`` is below a registered root (see kbwatch.pipeline.confine), else None."""
-    if not confine.confined(path):
-        return None
-    return confine.open_dir(path.parent, create=True)
+    return confine.open_dir_if_confined(path.parent, create=True)
 
 
 def _temp_in(dfd: int, path: Path, mode: str = "wb"):
     """(temp path, open file) for a new temp file next to ``path`` in the folder ``dfd``."""
-    # the temp name only depends on the file name; its folder is "." so nothing is created by path
-    tmp = path.with_name(_temp_for(Path(path.name)).name)
+    # the temp name only depends on the file name: nothing is created by path
+    tmp = path.with_name(_temp_name(path.name))
     fd = os.open(tmp.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dfd)
     return tmp, os.fdopen(fd, mode)
+
+
+def _close(dfd: int | None) -> None:
+    if dfd is not None:
+        os.close(dfd)
 
 
 def _replace(tmp: Path, path: Path, dfd: int | None) -> None:
@@ -77,11 +84,6 @@ def _replace(tmp: Path, path: Path, dfd: int | None) -> None:
         os.replace(tmp, path)
     else:
         os.replace(tmp.name, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
-
-
-def _close(dfd: int | None) -> None:
-    if dfd is not None:
-        os.close(dfd)
 
 
 def _write_temp(path: Path, data: str | bytes, fsync: bool, dfd: int | None = None) -> Path:
@@ -208,7 +210,7 @@ def link_or_copy(src: Path, dst: Path) -> None:
         copy_file(src, dst)
         return
     try:
-        tmp = dst.with_name(_temp_for(Path(dst.name)).name)
+        tmp = dst.with_name(_temp_name(dst.name))
         try:
             os.link(src, tmp.name, dst_dir_fd=dfd, follow_symlinks=False)
         except OSError:  # another filesystem (EXDEV), or links not supported
@@ -250,15 +252,16 @@ def _syncfs_all(paths: list) -> bool:
     (the caller then fsyncs file by file)."""
     if _SYNCFS is None:
         return False
+    # a file lives on its folder's filesystem: one stat per folder, not per file
     by_dev: dict[int, str] = {}
-    for path in paths:
+    for folder in {os.path.dirname(os.fspath(path)) or "." for path in paths}:
         try:
-            by_dev.setdefault(os.stat(path).st_dev, os.fspath(path))
+            by_dev.setdefault(os.stat(folder).st_dev, folder)
         except FileNotFoundError:
             continue
     for path in by_dev.values():
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
         except FileNotFoundError:
             continue
         try:

@@ -97,12 +97,21 @@ def _copy(fd: int, snapshot: Path, st: os.stat_result) -> tuple[str, int]:
     return h.hexdigest(), copied
 
 
-def discard(folder: Path, keep_folder: bool = False) -> None:
+def discard(folder: Path, keep_folder: bool = False, only: Path | None = None) -> None:
     """Remove a snapshot and its folder, or only the snapshot (never raises).
 
     The folder holds one file: unlink it (and remove the folder); anything
-    unexpected falls back to ``rmtree``.
+    unexpected falls back to ``rmtree``. ``only``: the snapshot's path when it is
+    known (the folder kept): one unlink, no listing.
     """
+    if only is not None and keep_folder:
+        try:
+            os.unlink(only)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            pass
     try:
         for entry in os.scandir(folder):
             os.unlink(entry.path)

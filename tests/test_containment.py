@@ -323,3 +323,69 @@ def test_writes_below_a_root_never_go_through_a_folder_swapped_for_a_link(tmp_pa
         (root / "p" / "sources").mkdir()
         (root / "p" / "sources" / "s.md").symlink_to(src)
         confine.open_file(root / "p" / "sources" / "s.md")
+
+
+def test_parsed_writes_never_go_through_a_linked_subfolder(tmp_path):
+    """parsed/<sub>/ swapped for a link to an outside folder: the parsed file's write
+    (``write_parts_atomic``) fails instead of landing outside the root."""
+    import pytest
+
+    from kbwatch.pipeline import confine
+    from kbwatch.pipeline.bigtext import write_parts_atomic
+
+    root = tmp_path / "kb"
+    (root / "p" / "parsed").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "p" / "parsed" / "notes").symlink_to(outside, target_is_directory=True)
+    confine.register_root(root)
+    with pytest.raises(confine.Escape):
+        write_parts_atomic(root / "p" / "parsed" / "notes" / "a.md", ["# a\n", "text\n"])
+    assert list(outside.iterdir()) == []
+    assert write_parts_atomic(root / "p" / "parsed" / "b.md", ["# b\n"]) == 4  # a real folder works
+    assert (root / "p" / "parsed" / "b.md").read_text(encoding="utf-8") == "# b\n"
+
+
+def test_writes_follow_the_folder_at_the_path_never_a_moved_one(tmp_path):
+    """Every write reaches its folder afresh, without following links (no descriptor is
+    kept from one write to the next): a folder swapped for a link makes the next write
+    fail, a folder moved out of the root and replaced gets nothing more, a moved one not
+    replaced is made again in place (create), and a parent swapped for a link is caught."""
+    import pytest
+
+    from kbwatch.pipeline import confine
+    from kbwatch.pipeline.fsutil import atomic_write
+
+    root = tmp_path / "kb"
+    runs = root / "p" / "runs"
+    runs.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    confine.register_root(root)
+
+    atomic_write(runs / "1.json", "{}", fsync=False)
+    runs.rename(outside / "runs-moved")  # moved out of the root, a link in its place
+    runs.symlink_to(outside / "runs-moved", target_is_directory=True)
+    with pytest.raises(confine.Escape):
+        atomic_write(runs / "2.json", "{}", fsync=False)
+    assert sorted(p.name for p in (outside / "runs-moved").iterdir()) == ["1.json"]
+
+    runs.unlink()
+    runs.mkdir()  # a real folder again, another inode
+    atomic_write(runs / "3.json", "{}", fsync=False)
+    assert sorted(p.name for p in runs.iterdir()) == ["3.json"]
+
+    runs.rename(outside / "runs-moved-2")  # moved away, nothing in its place: made again
+    atomic_write(runs / "4.json", "{}", fsync=False)
+    assert sorted(p.name for p in runs.iterdir()) == ["4.json"]
+    assert sorted(p.name for p in (outside / "runs-moved-2").iterdir()) == ["3.json"]
+
+    project = root / "p"  # the parent this time: the project folder becomes a link
+    project.rename(outside / "p-moved")
+    project.symlink_to(outside / "p-moved", target_is_directory=True)
+    with pytest.raises(confine.Escape):
+        atomic_write(runs / "5.json", "{}", fsync=False)
+    with pytest.raises(confine.Escape):
+        confine.unlink_if_same(runs / "4.json", None, None, 2, 0)
+    assert sorted(p.name for p in (outside / "p-moved" / "runs").iterdir()) == ["4.json"]
+

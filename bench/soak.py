@@ -1090,6 +1090,10 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, help="folder of office files to copy (default: ../shared/corpus)")
     ap.add_argument("--out", type=Path, help="write samples, minute summaries and the summary as JSON lines")
     ap.add_argument("--keep", action="store_true", help="keep the temporary root (kept anyway on failure)")
+    ap.add_argument("--skip", default="", help="comma-separated stream actions to leave out (e.g. office_file,hostile;"
+                    " to find which activity makes the service grow)")
+    ap.add_argument("--skip-commands", default="", help="comma-separated CLI commands to leave out"
+                    " (status,runs,ask,rebuild,remove,retry,review; 'all' for none)")
     args = ap.parse_args()
     minutes = max(1, round(args.minutes))
     base = Path(tempfile.mkdtemp(prefix="kbwatch-soak-"))
@@ -1100,16 +1104,24 @@ def main() -> int:
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}", flush=True)
     ledger = Ledger()
     stream = Stream(root, outside, ledger, random.Random(args.seed), office, args.settle)
+    skip = {a for a in args.skip.split(",") if a}
+    if skip:
+        stream.ACTIONS = tuple(a for a in Stream.ACTIONS if a[0] not in skip)
     out = open(args.out, "w", encoding="utf-8") if args.out else None
     proc = start_service(root, base / "service.log")
     t0 = time.monotonic()
     sampler = Sampler(root, proc, stream, args.interval, t0, out)
     commander = Commander(root, ledger, random.Random(args.seed + 1), args.command_every)
+    skip_cmds = {c for c in args.skip_commands.split(",") if c}
+    if skip_cmds:
+        commander.WEIGHTS = tuple(w for w in Commander.WEIGHTS if w[0] not in skip_cmds and "all" not in skip_cmds)
     sampler.start()
-    commander.start()
+    if commander.WEIGHTS:
+        commander.start()
     alive = feed(stream, args, t0 + args.minutes * 60, proc)
     commander.stop_event.set()
-    commander.join(timeout=200)
+    if commander.WEIGHTS:
+        commander.join(timeout=200)
     sampler.phase = "drain"
     sampler.summarise(minutes)
     stream.finish()

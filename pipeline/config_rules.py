@@ -221,6 +221,7 @@ RULES: dict[str, Rule] = {
     "stages.scan.max_char_run": at_least(1),
     "stages.scan.max_document_chars": at_least(1),
     "stages.index.max_chars": at_least(0, " (0 = index all of each document)"),
+    "stages.index.cache_mb": at_least(1),
     "stages.rebuild.every_n_ingests": at_least(0, " (0 = never)"),
     "stages.archive.timezone": one_of("local", "utc"),
     "retry.max_attempts": at_least(1),

@@ -33,6 +33,7 @@ from watchdog.observers.polling import PollingObserver
 from kbwatch.pipeline.errors import ConfigError
 from kbwatch.pipeline.fsutil import display_path
 from kbwatch.pipeline.heap import trim as trim_heap
+from kbwatch.pipeline.heap import tune as tune_heap
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.project import discover_projects, refused_projects
 from kbwatch.pipeline.runner import Runner
@@ -377,6 +378,9 @@ class WatchService:
 def run_service(kb: KnowledgeBase) -> int:
     from kbwatch.pipeline.state_guard import StateGuard
 
+    # glibc: large buffers mmapped and returned on free, two heap arenas for all
+    # threads: less of the heap is kept fragmented in a service that runs for weeks
+    tune_heap(arena_max=2)
     lock = ServiceLock(kb.state, kb.root)
     lock.acquire()
     page = None
@@ -401,6 +405,9 @@ def run_service(kb: KnowledgeBase) -> int:
     signal.signal(signal.SIGINT, on_signal)
     # `kill -USR1 <pid>` prints every thread's stack to stderr: what a service that seems stuck is doing
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    from kbwatch.pipeline.memdebug import start_from_env
+
+    start_from_env()  # KBWATCH_DEBUG_MEMORY=<seconds>: periodic memory lines in the log (off by default)
     try:
         service.run()
         kb.end_work()

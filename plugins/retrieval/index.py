@@ -169,6 +169,9 @@ def _doc_stem(doc_path: str) -> str:
     return PurePosixPath(doc_path).stem
 
 
+DEFAULT_CACHE_KIB = 8192  # SQLite page cache per connection (PRAGMA cache_size, in KiB)
+
+
 class SearchIndex:
     """BM25 chunk index in one SQLite file. Safe to open from several processes
     (WAL); one object must not be shared across threads without its lock."""
@@ -223,7 +226,17 @@ class SearchIndex:
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=10000")
         db.execute("PRAGMA temp_store=MEMORY")
-        db.execute("PRAGMA cache_size=-65536")
+        db.execute(f"PRAGMA cache_size=-{DEFAULT_CACHE_KIB}")
+
+    def set_cache_mb(self, mb: float) -> None:
+        """SQLite's page cache for this connection, in MB (``[stages.index] cache_mb``).
+
+        The page cache fills as the index is read and written and stays full: in a
+        long-running service it is resident memory that grows with the index until
+        it reaches this size."""
+        with self._lock:
+            if self._db is not None:
+                self._db.execute(f"PRAGMA cache_size=-{max(256, int(mb * 1024))}")
 
     def restore_file(self) -> bool:
         """If the index file was deleted or replaced under this open index, write

@@ -36,6 +36,7 @@ def open_index(settings: dict, readonly: bool = False):
             if idx is None:
                 idx = _INDEXES[path + "?ro"] = SearchIndex(path, readonly=True)
             idx.max_document_chars = index_max_chars(settings)
+            idx.set_cache_mb(stage_options(settings, "index")["cache_mb"])
             return idx
     with _LOCK:
         idx = _INDEXES.get(path)
@@ -57,6 +58,7 @@ def index_max_chars(settings: dict) -> int | None:
 
 def _capped(idx, settings: dict):
     idx.max_document_chars = index_max_chars(settings)
+    idx.set_cache_mb(stage_options(settings, "index")["cache_mb"])
     return idx
 
 

@@ -64,16 +64,25 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+WORD_CACHE_MAX = 20_000  # ~4 MB of words and their stems at most (~185 bytes each)
+
+
 class _WordCache(dict):
-    """word -> token ("" when dropped); filled on first sight."""
+    """word -> token ("" when dropped); filled on first sight.
+
+    Bounded: a long-running service meets new words for ever (numbers, IDs,
+    random tags, names), and an unbounded cache was a steady part of its
+    resident growth in the soak. When full it starts over; the frequent words
+    are back after a few documents (stemming a word costs ~1 µs)."""
 
     def __missing__(self, word: str) -> str:
         if len(word) < 2 or word in ENGLISH_STOP_WORDS:
             tok = ""
         else:
             tok = _stemmer.stemWord(word)
-        if len(self) < 1_000_000:
-            self[word] = tok
+        if len(self) >= WORD_CACHE_MAX:
+            self.clear()
+        self[word] = tok
         return tok
 
 

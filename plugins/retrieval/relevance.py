@@ -126,8 +126,11 @@ def content_terms(question: str) -> list[str]:
     return list(seen)
 
 
-@lru_cache(maxsize=20000)
+@lru_cache(maxsize=2048)
 def _chunk_terms(text: str, meta: str) -> frozenset[str]:
+    """A chunk's terms, cached for the next questions: keyed on whole chunk texts (~2 KB
+    each, ~10 KB with the set), so the bound stays small for a long-lived MCP server or
+    page (a question looks at tens of chunks)."""
     return frozenset(tokenize(text)) | frozenset(tokenize(meta))
 
 

@@ -19,11 +19,10 @@ runner threads stop. This module owns the pieces they use instead:
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from kbwatch.pipeline.fsutil import _close, _confined_folder, _discard, _replace, _sync_folder, _temp_for, _temp_in
+from kbwatch.pipeline.fsutil import atomic_write_with
 
 LARGE_CHARS = 1 << 20  # 1 Mi characters
 WINDOW_CHARS = 1 << 20
@@ -93,28 +92,11 @@ def write_parts_atomic(path: Path, parts: Iterable[str], fsync: bool = False) ->
 
     Below a registered root the folder is reached without following links and the
     temp file is written and renamed relative to its descriptor (kbwatch.pipeline.confine)."""
-    dfd = _confined_folder(path)
-    try:
-        if dfd is None:
-            tmp = _temp_for(path)
-            fh = open(tmp, "wb")
-        else:
-            tmp, fh = _temp_in(dfd, path)
+    def fill(fh) -> int:
         written = 0
-        try:
-            with fh:
-                for part in parts:
-                    for i in range(0, len(part), ENCODE_CHARS):
-                        written += fh.write(part[i:i + ENCODE_CHARS].encode("utf-8"))
-                if fsync:
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            _replace(tmp, path, dfd)
-        except BaseException:
-            _discard(tmp, dfd)
-            raise
-        if fsync:
-            _sync_folder(path.parent, dfd)
-    finally:
-        _close(dfd)
-    return written
+        for part in parts:
+            for i in range(0, len(part), ENCODE_CHARS):
+                written += fh.write(part[i:i + ENCODE_CHARS].encode("utf-8"))
+        return written
+
+    return atomic_write_with(path, fill, fsync)

@@ -10,6 +10,7 @@ import stat
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 from kbwatch.pipeline import confine
 
@@ -90,6 +91,12 @@ def _write_temp(path: Path, data: str | bytes, fsync: bool, dfd: int | None = No
     """Write ``data`` to a new temp file next to ``path`` (in the folder ``dfd``
     when given); returns the temp path."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    return _fill_temp(path, lambda fh: fh.write(raw), fsync, dfd)[0]
+
+
+def _fill_temp(path: Path, fill: Callable[[BinaryIO], int], fsync: bool, dfd: int | None) -> tuple[Path, int]:
+    """A new temp file next to ``path`` (in the folder ``dfd`` when given) that ``fill``
+    writes; returns the temp path and what ``fill`` returned."""
     if dfd is None:
         tmp = _temp_for(path)
         fh = open(tmp, "wb")
@@ -97,14 +104,14 @@ def _write_temp(path: Path, data: str | bytes, fsync: bool, dfd: int | None = No
         tmp, fh = _temp_in(dfd, path)
     try:
         with fh:
-            fh.write(raw)
+            written = fill(fh)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
     except BaseException:
         _discard(tmp, dfd)
         raise
-    return tmp
+    return tmp, written
 
 
 def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
@@ -113,9 +120,16 @@ def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
     Below a registered root the folder is reached without following links
     and the temp file is written and renamed relative to its descriptor.
     """
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    atomic_write_with(path, lambda fh: fh.write(raw), fsync)
+
+
+def atomic_write_with(path: Path, fill: Callable[[BinaryIO], int], fsync: bool = True) -> int:
+    """:func:`atomic_write` of what ``fill`` writes to the open temp file (for content
+    written in pieces); returns what ``fill`` returned."""
     dfd = _confined_folder(path)
     try:
-        tmp = _write_temp(path, data, fsync, dfd)
+        tmp, written = _fill_temp(path, fill, fsync, dfd)
         try:
             _replace(tmp, path, dfd)
         except BaseException:
@@ -125,6 +139,7 @@ def atomic_write(path: Path, data: str | bytes, fsync: bool = True) -> None:
             _sync_folder(path.parent, dfd)
     finally:
         _close(dfd)
+    return written
 
 
 def _sync_folder(folder: Path, dfd: int | None) -> None:

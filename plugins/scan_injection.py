@@ -44,6 +44,7 @@ import re
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
 from kbwatch.plugins.scanning import injection_frames as FR
+from kbwatch.plugins.scanning import injection_cooccur as CO
 from kbwatch.plugins.scanning import injection_multilingual as ML
 from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
@@ -279,6 +280,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         add(rule, sev, msg, s, e)
     for rule, sev, msg, s, e in _frame_hits(vt, cjk):
         add(rule, sev, msg, s, e)
+    if cjk:
+        for rule, sev, msg, s, e in CO.hits(vt):
+            add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):
         add("injection.jailbreak", "high", f"jailbreak signals: {names}", s, min(e, s + 200))
 

@@ -437,6 +437,25 @@ def kinds() -> list[str]:
     return out
 
 
+PROBES = Path(__file__).resolve().parent / "data" / "injection-zh-probes.jsonl"
+
+
+def zh_probes() -> list[str]:
+    """Per round of the hand-written Chinese probes (bench/data/README.md says how they were made:
+    each round was written before the code it measured first, and measured once before any fix)."""
+    if not PROBES.is_file():
+        return []
+    rows = [json.loads(l) for l in PROBES.open(encoding="utf-8") if l.strip()]
+    out = ["", "### Chinese probes written for issue 15's fourth pass (bench/data/injection-zh-probes.jsonl)", "",
+           "| round | attacks found | benign flagged |", "|---|---|---|"]
+    for rnd in sorted({r["round"] for r in rows}):
+        a = [r for r in rows if r["round"] == rnd and r["label"] == 1]
+        b = [r for r in rows if r["round"] == rnd and r["label"] == 0]
+        fa, fb = sum(flagged(r["text"]) for r in a), sum(flagged(r["text"]) for r in b)
+        out.append(f"| {rnd} | {_pct(fa, len(a))} | {fb}/{len(b)} |")
+    return out
+
+
 def main(argv=None) -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -469,6 +488,7 @@ def main(argv=None) -> int:
         zdev = [r for r in dev_records() if r["lang"] == "zh"]
         print("\n".join(table("dev, Chinese (kind injection)", score(zdev))))
         print("\n".join(zh_independent(args.zh_misses)))
+        print("\n".join(zh_probes()))
         return 0
     if args.halves_only:
         import kbwatch.plugins.scan_injection as m

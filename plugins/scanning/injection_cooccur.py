@@ -33,7 +33,10 @@ _MAX_WORDS = 12  # act / target occurrences looked at per sentence and pair (bou
 _SENTENCE = re.compile(r"[^。！？!?\n]+")
 
 # targets that only a model has: enough as an addressee by themselves
-_MODEL_ONLY = ["提示词", "系统提示", "系统消息", "系统指令", "初始指令", "对话历史", "聊天历史", "人设", "prompt"]
+_MODEL_ONLY = ["提示词", "系统提示", "系统消息", "系统指令", "初始指令", "对话历史", "聊天历史", "人设", "prompt",
+               # what the model was handed first: 你最开始收到的那段话
+               "最开始收到的", "一开始收到的", "最初收到的", "最早收到的", "开头收到的", "给你配置的", "为你配置的", "给你设定的",
+               "为你设定的"]
 
 # (rule, message, acts, target classes, familiar addressee only)
 _PAIRS = [
@@ -42,6 +45,7 @@ _PAIRS = [
     # a support desk asks a customer (您) for 聊天记录 every day; a request to reveal is an attack when it
     # talks to the model (你, 助手, AI …) or names what only a model has
     ("injection.disclosure", "索取模型的提示或对话（动作×目标，任意语序）", ["reveal"], ["prompt", "history"], True),
+    ("injection.disclosure", "索取模型的配置（动作×目标，任意语序）", ["reveal"], ["config"], True),
     ("injection.agent-manipulation", "关掉审批或检查（动作×目标，任意语序）", ["disable"], ["approvals"], False),
     ("injection.agent-manipulation", "扩大自己的权限（动作×目标，任意语序）", ["escalate"], ["permissions"], False),
 ]
@@ -66,7 +70,8 @@ def _alt(words) -> re.Pattern:
 
 
 _MODEL_RE = _alt(_MODEL_ONLY)
-_COMPILED = [(rule, msg, _alt(_words(acts, FR.ZH_ACTIONS)), _alt(_words(tgts, FR.ZH_TARGETS)),
+_COMPILED = [(rule, msg, _alt(_words(acts, FR.ZH_ACTIONS)),
+              _alt(_words(tgts, FR.ZH_TARGETS) + (_MODEL_ONLY if "prompt" in tgts else [])),
               _FAMILIAR if familiar else _ADDRESSEE)
              for rule, msg, acts, tgts, familiar in _PAIRS]
 
@@ -97,7 +102,7 @@ def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
                 # act with no 把 is a noun phrase (提示词泄露, 命令…替换为你的 token)
                 pair = next(((t0, t1) for t0, t1 in tgts
                              if (0 <= t0 - a1 <= _SPAN
-                                 or (0 <= a0 - t1 <= _SPAN and _BA.search(sent, max(0, t0 - 8), t0)))
+                                 or (0 <= a0 - t1 <= _SPAN and _BA.search(sent, max(0, t0 - 16), t0)))
                              and not (t0 < a1 and a0 < t1)), None)
                 if pair is None:
                     continue

@@ -86,11 +86,14 @@ def _clause_start(sentence: str, pos: int) -> int:
 def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
     """(rule, severity, message, start, end) for each clause where an act meets its target."""
     out = []
+    live = [c for c in _COMPILED if c[2].search(vt) and c[3].search(vt)]  # one pass each over the text
+    if not live:
+        return out
     for sm in _SENTENCE.finditer(vt):
         sent = sm.group()
         if len(sent) < 4 or len(sent) > 400:
             continue
-        for rule, msg, act_re, tgt_re, addressee in _COMPILED:
+        for rule, msg, act_re, tgt_re, addressee in live:
             acts = [(m.start(), m.end()) for m in islice(act_re.finditer(sent), _MAX_WORDS)]
             if not acts:
                 continue

@@ -114,6 +114,14 @@ def _frame_hits(vt: str, cjk: bool, langs=("en", "zh", "ml")) -> list[tuple[str,
     return hits
 
 
+# rule words written in pinyin inside Chinese text ("hulue 你之前的 guize"): read as the characters
+_PINYIN = {"hulue": "忽略", "hushi": "忽视", "wushi": "无视", "wangji": "忘记", "guize": "规则", "zhiling": "指令",
+           "zhishi": "指示", "tishici": "提示词", "xianzhi": "限制", "yueshu": "约束", "quanxian": "权限", "shenpi": "审批",
+           "shenhe": "审核", "jujue": "拒绝", "shuchu": "输出", "xielou": "泄露", "mima": "密码", "miyao": "密钥",
+           "sheding": "设定", "xitong": "系统", "daode": "道德", "yuejie": "越狱", "raoguo": "绕过"}
+_PINYIN_RE = re.compile(r"(?<![a-z])(" + "|".join(sorted(_PINYIN, key=len, reverse=True)) + r")(?![a-z])")
+
+
 # the sentence-shaped Chinese override rules get the frames' "scoped" framing test too
 _ZH_SCOPED_MSGS = {msg for rule, _, msg, _ in R.ZH_STRONG if rule == "injection.override" and msg.startswith("指示忽略")}
 _NEGATABLE = {"injection.override", "injection.disclosure", "injection.new-instructions"}
@@ -257,6 +265,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         view = View(t2, m2, len(text))
     if len(view.text) <= _SPLIT_MAX:  # "ig nore previous instruc tions"
         view = join_split_words(view, FR.SPLIT_WORDS)
+    if _PINYIN_RE.search(view.text) and R.HAS_CJK.search(view.text):  # "hulue 你之前的 guize"
+        t2, m2 = apply_rewrite(view.text, view.omap, _PINYIN_RE, lambda m: _PINYIN[m.group(1)])
+        view = View(t2, m2, len(text))
     vt = view.text
     cjk = bool(R.HAS_CJK.search(vt))
     if cjk:
@@ -275,7 +286,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue
         if rule == "injection.override" and _descriptive(vt, s):
             continue
-        if msg in _ZH_SCOPED_MSGS and not FR.framing_ok(vt, s, e, "scoped", "zh"):
+        if msg in _ZH_SCOPED_MSGS and (not FR.framing_ok(vt, s, e, "scoped", "zh") or FR.zh_descriptive(vt, s)):
             continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"
         add(rule, sev, msg, s, e)
     for rule, sev, msg, s, e in _frame_hits(vt, cjk):

@@ -36,7 +36,8 @@ _SENTENCE = re.compile(r"[^。！？!?\n]+")
 _MODEL_ONLY = ["提示词", "系统提示", "系统消息", "系统指令", "初始指令", "对话历史", "聊天历史", "人设", "prompt",
                # what the model was handed first: 你最开始收到的那段话
                "最开始收到的", "一开始收到的", "最初收到的", "最早收到的", "开头收到的", "给你配置的", "为你配置的", "给你设定的",
-               "为你设定的", "接到的第一条", "收到的第一条", "看到的第一条", "第一条消息的原文"]
+               "为你设定的", "接到的第一条", "收到的第一条", "看到的第一条", "第一条消息的原文", "开发者给你", "给你写的",
+               "开头那段"]
 
 # (rule, message, acts, target classes, familiar addressee only)
 _PAIRS = [
@@ -53,11 +54,14 @@ _ADDRESSEE = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|代�
 _FAMILIAR = re.compile(r"你|助手|模型|智能体|机器人|ai|gpt|代理")
 _MODAL = re.compile(r"可以|可|能够|能|允许|支持|将会|会|需要(?!你|您)|需(?!要)|应|应当|应该|建议|如需|若需|如要|若要")
 _QUESTION = re.compile(r"如何|怎么|怎样|为什么|为何|是否|吗[？?]?$|呢[？?]?$|[？?]")
+# a polite request is an order, not a question or a modal: 能不能把…, 可不可以…, 麻烦你…
+_REQUEST = re.compile(r"能不能|可不可以|能否|可否|麻烦你|麻烦您|请你|请您|帮我")
 _THIRD = re.compile(r"^(?:[^，,：:]{0,6}?)(?:他|她|他们|她们|它|员工|用户|管理员|客户|对方|该公司|公司|我们|本公司|作者|系统会|系统将)")
 _PAST = re.compile(r"^(?:了|过|掉了)")
 # a text *about* attacks (a security tool's README, a test plan) names acts and targets as nouns:
 # 提示词泄露, 绕过安全限制的测试, 上下文回显
-_ABOUT_ATTACKS = re.compile(r"注入|泄露|泄漏|漏洞|检测|红队|评测|探针|越权|攻击|防御|防护|扫描|风险|威胁|jailbreak|injection")
+_ABOUT_ATTACKS = re.compile(r"(?:提示词?|指令|prompt|sql|代码)\s*注入|注入(?:攻击|测试|风险|痕迹|漏洞)|(?:数据|信息|隐私|提示词?)泄[露漏]|"
+                            r"泄[露漏](?:风险|事件|等)|漏洞|检测|红队|评测|探针|越权|攻击|防御|防护|扫描|风险|威胁|jailbreak|injection")
 _BA = re.compile(r"(?:把|将)")
 
 
@@ -111,11 +115,13 @@ def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
                     continue
                 lo, hi = min(a0, pair[0]), max(a1, pair[1])
                 before = sent[max(0, a0 - 8):a0]
-                if FR._ZH_NEG.search(before) or _MODAL.search(sent, _clause_start(sent, a0), a0) or _PAST.match(sent[a1:a1 + 2]):
-                    continue
                 cs = _clause_start(sent, lo)
+                request = bool(_REQUEST.search(sent, cs, hi))
+                if FR._ZH_NEG.search(before) or _PAST.match(sent[a1:a1 + 2]) or (
+                        not request and _MODAL.search(sent, _clause_start(sent, a0), a0)):
+                    continue
                 clause = sent[cs:hi + 12]
-                if _QUESTION.search(clause) or _THIRD.match(sent[cs:lo]) or _ABOUT_ATTACKS.search(sent):
+                if (not request and _QUESTION.search(clause)) or _THIRD.match(sent[cs:lo]) or _ABOUT_ATTACKS.search(sent):
                     continue
                 if not (addressee.search(sent) or _MODEL_RE.search(sent[lo:hi])):
                     continue

@@ -87,7 +87,7 @@ class View:
 _SPACED = re.compile(r"(?<![^\W\d_])(?:[^\W\d_][ \t.\-_*·|/]{1,2}){3,}[^\W\d_](?![^\W\d_])")
 # separators inserted between CJK characters: "忽 略", "忽*略"
 # (CJK character first, so that re's first-character scan applies; group 1 is removed)
-_CJK_GAP = re.compile(r"[\u3400-\u9fff]([ \t*_\-.·|/~^`'+=#@•・]{1,3})(?=[\u3400-\u9fff])")
+_CJK_GAP = re.compile(r"[\u3400-\u9fff]([ \t*_\-.·|/~^`'+=#@•・‧∙⋅]{1,3})(?=[\u3400-\u9fff])")
 _ASCII_PRINT = re.compile(r"[\t\n\r -~]*")
 
 

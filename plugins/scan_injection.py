@@ -58,7 +58,7 @@ _LC = r"[a-z0-9@$€|+!ь]"  # letters and the symbols leetspeak puts in their p
 _LEET_TOKEN = re.compile(r"(?<![a-z0-9@$€|+!ь])(?=" + _LC + r"*[a-z])(?=" + _LC + r"*[0-9@$€|+!ь])" + _LC + r"{2,}(?![a-z0-9@$€|+!ь])")
 _LEET_GATE = re.compile(r"[a-z][0-9@$€|+!ь]|[0-9@$€|+!ь][a-z]")  # a letter next to a digit/symbol: cheap test first
 _INWORD_HYPHEN = re.compile(r"(?<=[a-z])-{1,4}(?=[a-z])")
-_REVERSED_HINT = re.compile(r"snoitcurtsni|erongi|tpmorp|suoiverp|drager")
+_REVERSED_HINT = re.compile(r"snoitcurtsni|erongi|tpmorp|suoiverp|drager|略忽|视无|令指|示指|则规|词示提|示提统系")
 _ROT13_HINT = re.compile(r"\b(?:vtaber|vafgehpgvbaf?|cerivbhf|qvfertneq|flfgrz\s+cebzcg|wnvyoernx|qrirybcre\s+zbqr)\b")
 _PCT_SPACE = re.compile(r"%20")
 
@@ -115,11 +115,34 @@ def _frame_hits(vt: str, cjk: bool, langs=("en", "zh", "ml")) -> list[tuple[str,
 
 
 # rule words written in pinyin inside Chinese text ("hulue 你之前的 guize"): read as the characters
-_PINYIN = {"hulue": "忽略", "hushi": "忽视", "wushi": "无视", "wangji": "忘记", "guize": "规则", "zhiling": "指令",
-           "zhishi": "指示", "tishici": "提示词", "xianzhi": "限制", "yueshu": "约束", "quanxian": "权限", "shenpi": "审批",
-           "shenhe": "审核", "jujue": "拒绝", "shuchu": "输出", "xielou": "泄露", "mima": "密码", "miyao": "密钥",
-           "sheding": "设定", "xitong": "系统", "daode": "道德", "yuejie": "越狱", "raoguo": "绕过"}
-_PINYIN_RE = re.compile(r"(?<![a-z])(" + "|".join(sorted(_PINYIN, key=len, reverse=True)) + r")(?![a-z])")
+_PINYIN = {"hu lue": "忽略", "hu shi": "忽视", "wu shi": "无视", "wang ji": "忘记", "gui ze": "规则", "zhi ling": "指令",
+           "zhi shi": "指示", "ti shi ci": "提示词", "xian zhi": "限制", "yue shu": "约束", "quan xian": "权限", "shen pi": "审批",
+           "shen he": "审核", "ju jue": "拒绝", "shu chu": "输出", "xie lou": "泄露", "mi ma": "密码", "mi yao": "密钥",
+           "she ding": "设定", "xi tong": "系统", "dao de": "道德", "yue yu": "越狱", "rao guo": "绕过", "yi qian": "以前",
+           "zhi qian": "之前"}
+# syllables may be written together or apart ("hulue", "hu lue"); the key is the joined form
+_PINYIN = {k.replace(" ", ""): v for k, v in _PINYIN.items()} | {"_": ""}
+_PINYIN_RE = re.compile(r"(?<![a-z])(" + "|".join(
+    r"\s?".join(sy) for sy in sorted((k for k in (
+        "hu lue", "hu shi", "wu shi", "wang ji", "gui ze", "zhi ling", "zhi shi", "ti shi ci", "xian zhi", "yue shu",
+        "quan xian", "shen pi", "shen he", "ju jue", "shu chu", "xie lou", "mi ma", "mi yao", "she ding", "xi tong", "dao de",
+        "yue yu", "rao guo", "yi qian", "zhi qian")), key=len, reverse=True) for sy in [sy.split(" ")]) + r")(?![a-z])")
+
+
+# an attack phrase quoted in a text about attacks ("在包含“忽略之前的指令”等模式的测试集上", a novel's
+# "屏幕上那行字——“忽略所有规则”…这种低级的注入"): quoted and discussed, not given
+_ZH_QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ('"', '"'))
+
+
+def _quoted_discussion(vt: str, s: int, e: int) -> bool:
+    for op, cl in _ZH_QUOTES:
+        o = vt.rfind(op, max(0, s - 40), s + 1)
+        if o < 0 or vt.find(cl, o + 1, s) >= 0:
+            continue
+        c = vt.find(cl, e - 1, e + 40)
+        if c >= 0 and CO.QUOTE_DISCUSSION.search(vt, max(0, o - 100), c + 100):
+            return True
+    return False
 
 
 # the sentence-shaped Chinese override rules get the frames' "scoped" framing test too
@@ -265,8 +288,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         view = View(t2, m2, len(text))
     if len(view.text) <= _SPLIT_MAX:  # "ig nore previous instruc tions"
         view = join_split_words(view, FR.SPLIT_WORDS)
-    if _PINYIN_RE.search(view.text) and R.HAS_CJK.search(view.text):  # "hulue 你之前的 guize"
-        t2, m2 = apply_rewrite(view.text, view.omap, _PINYIN_RE, lambda m: _PINYIN[m.group(1)])
+    if _PINYIN_RE.search(view.text) and (R.HAS_CJK.search(view.text) or len({m.group(1) for m in _PINYIN_RE.finditer(view.text)}) >= 3):
+        # "hulue 你之前的 guize", "hu lue yi qian de zhi ling": pinyin rule words read as characters
+        t2, m2 = apply_rewrite(view.text, view.omap, _PINYIN_RE, lambda m: _PINYIN[re.sub(r"\s", "", m.group(1))])
         view = View(t2, m2, len(text))
     vt = view.text
     cjk = bool(R.HAS_CJK.search(vt))
@@ -286,14 +310,15 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue
         if rule == "injection.override" and _descriptive(vt, s):
             continue
+        if cjk and _quoted_discussion(vt, s, e):
+            continue
         if msg in _ZH_SCOPED_MSGS and (not FR.framing_ok(vt, s, e, "scoped", "zh") or FR.zh_descriptive(vt, s)):
             continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"
         add(rule, sev, msg, s, e)
-    for rule, sev, msg, s, e in _frame_hits(vt, cjk):
+    for rule, sev, msg, s, e in _frame_hits(vt, cjk) + (CO.hits(vt) if cjk else []):
+        if cjk and _quoted_discussion(vt, s, e):
+            continue
         add(rule, sev, msg, s, e)
-    if cjk:
-        for rule, sev, msg, s, e in CO.hits(vt):
-            add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):
         add("injection.jailbreak", "high", f"jailbreak signals: {names}", s, min(e, s + 200))
 
@@ -313,7 +338,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     # reversed text (windows around reversed keywords on long texts)
     for ws, we in _windows(vt, [(m.start(), m.end()) for m in _REVERSED_HINT.finditer(vt)]):
         rev = vt[ws:we][::-1]
-        for rule, sev, msg, s, e in _strong_hits(rev, False):
+        rcjk = bool(R.HAS_CJK.search(rev))
+        for rule, sev, msg, s, e in _strong_hits(rev, rcjk) + (_frame_hits(rev, True, ("zh",)) if rcjk else []):
             add("injection.encoded", "high", f"reversed text: {msg}", we - e, we - s)
 
     # ROT13 (windows around ROT13-encoded keywords)

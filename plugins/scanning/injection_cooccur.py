@@ -48,6 +48,8 @@ _PAIRS = [
     ("injection.disclosure", "索取模型的提示或对话（动作×目标，任意语序）", ["reveal"], ["prompt", "history"], True),
     ("injection.disclosure", "索取模型的配置（动作×目标，任意语序）", ["reveal"], ["config"], True),
     ("injection.agent-manipulation", "关掉审批或检查（动作×目标，任意语序）", ["disable"], ["approvals"], False),
+    ("injection.agent-manipulation", "关掉日志、验证或监控（动作×目标，任意语序）", ["disable"], ["safeguards"], True),
+    ("injection.agent-manipulation", "删掉日志或痕迹（动作×目标，任意语序）", ["erase"], ["traces"], True),
     ("injection.agent-manipulation", "扩大自己的权限（动作×目标，任意语序）", ["escalate"], ["permissions"], False),
 ]
 _ADDRESSEE = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|代理")
@@ -61,12 +63,29 @@ _PAST = re.compile(r"^(?:了|过|掉了)")
 # a text *about* attacks (a security tool's README, a test plan) names acts and targets as nouns:
 # 提示词泄露, 绕过安全限制的测试, 上下文回显
 _ABOUT_ATTACKS = re.compile(r"(?:提示词?|指令|prompt|sql|代码)\s*注入|注入(?:攻击|测试|风险|痕迹|漏洞)|(?:数据|信息|隐私|提示词?)泄[露漏]|"
-                            r"泄[露漏](?:风险|事件|等)|漏洞|检测|红队|评测|探针|越权|攻击|防御|防护|扫描|风险|威胁|jailbreak|injection")
+                            r"泄[露漏](?:风险|事件|等)|漏洞|检测(?:方法|工具|能力|模型|率|结果|平台|器)|(?:注入|攻击|漏洞|风险|越狱|安全)检测|红队|评测|探针|越权|攻击|防御|防护|扫描|风险|威胁|jailbreak|injection")
 _BA = re.compile(r"(?:把|将)")
+_CLAUSE_BREAK = re.compile(r"[，,；;：:]")  # act and target in one clause
+# a quoted attack phrase is being discussed when text about attacks or a pointer at the quote is near
+QUOTE_DISCUSSION = re.compile(_ABOUT_ATTACKS.pattern + r"|注入|过滤|拦截|拦下|例如|比如|示例|样本|例句|测试集|写着|那行字|这句话|这种|此类|这类")
+
+
+# classes only this looser test uses (with a familiar addressee: 你, AI, 助手 …)
+_NEGATORS = ("不要", "无需", "不需要", "不用", "不必", "免", "免去", "不走")
+_EXTRA_ACTS = {"erase": ["删除", "删掉", "清空", "清除", "抹掉", "抹去", "销毁", "清理"],
+               # the frames' disable verbs without the bare negators (不要/无需/不用 …): "请不要相信…验证码" is no order
+               "disable": [w for w in FR.ZH_ACTIONS["disable"] if w not in _NEGATORS]}
+_NEGATOR_SPAN = 6
+_EXTRA_TARGETS = {
+    "safeguards": ["日志", "日志记录", "操作日志", "审计日志", "审计追踪", "审计", "监控", "告警", "登录验证", "双重验证", "二次验证",
+                   "两步验证", "2fa", "mfa", "多因素认证", "验证码校验", "防火墙"],
+    "traces": ["日志", "操作记录", "修改记录", "痕迹", "审计日志", "已发送邮件", "会话记录", "聊天记录", "这条注释", "这条指令"],
+}
 
 
 def _words(classes: list[str], table: dict) -> list[str]:
-    return [w for c in classes for w in table[c] if not w.startswith("(?")]
+    extra = _EXTRA_ACTS if table is FR.ZH_ACTIONS else _EXTRA_TARGETS
+    return [w for c in classes for w in (extra[c] if c in extra else table[c]) if not w.startswith("(?")]
 
 
 def _alt(words) -> re.Pattern:
@@ -74,7 +93,7 @@ def _alt(words) -> re.Pattern:
 
 
 _MODEL_RE = _alt(_MODEL_ONLY)
-_COMPILED = [(rule, msg, _alt(_words(acts, FR.ZH_ACTIONS)),
+_COMPILED = [(rule, msg, _alt(_words(acts, FR.ZH_ACTIONS) + (list(_NEGATORS) if "disable" in acts else [])),
               _alt(_words(tgts, FR.ZH_TARGETS) + (_MODEL_ONLY if "prompt" in tgts else [])),
               _FAMILIAR if familiar else _ADDRESSEE)
              for rule, msg, acts, tgts, familiar in _PAIRS]
@@ -107,10 +126,12 @@ def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
             for a0, a1 in acts:
                 # act → target (忽略…规则), or 把/将 + target → act (把规则扔一边): a target before its
                 # act with no 把 is a noun phrase (提示词泄露, 命令…替换为你的 token)
+                span = _NEGATOR_SPAN if sent[a0:a1] in _NEGATORS else _SPAN
                 pair = next(((t0, t1) for t0, t1 in tgts
-                             if (0 <= t0 - a1 <= _SPAN
-                                 or (0 <= a0 - t1 <= _SPAN and _BA.search(sent, max(0, t0 - 16), t0)))
-                             and not (t0 < a1 and a0 < t1)), None)
+                             if (0 <= t0 - a1 <= span
+                                 or (span == _SPAN and 0 <= a0 - t1 <= _SPAN and _BA.search(sent, max(0, t0 - 16), t0)))
+                             and not (t0 < a1 and a0 < t1)
+                             and not _CLAUSE_BREAK.search(sent, min(a1, t1), max(a0, t0))), None)
                 if pair is None:
                     continue
                 lo, hi = min(a0, pair[0]), max(a1, pair[1])

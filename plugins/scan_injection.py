@@ -78,7 +78,7 @@ _ZH_SET = PatternSet([pat for _, _, _, pat in _ZH])
 # action × target frames (injection_frames): their own sets, a framing test per match
 # (plus the persona × limit frames of injection_persona); French/German/Spanish/Italian/Portuguese
 # core acts (injection_multilingual) have their own set and negation test
-_ZF = FR.build_rules(FR.ZH_FRAMES + PE.ZH_FRAMES)
+_ZF = FR.build_rules(FR.ZH_FRAMES + PE.ZH_FRAMES, split=True)
 _EF = FR.build_rules(FR.EN_FRAMES + PE.EN_FRAMES + TP.EN_FRAMES)
 _MF = FR.build_rules(ML.FRAMES)
 _ZF_SET = PatternSet([pat for _, _, _, pat, _ in _ZF])
@@ -100,12 +100,21 @@ def _hyphen_joins(token: str) -> bool:
     return joined in _HYPHEN_VOCAB or (joined.endswith("s") and joined[:-1] in _HYPHEN_VOCAB)  # in-word-space joining runs on texts (chunks) up to this size
 
 
-def _frame_hits(vt: str, cjk: bool, langs=("en", "zh", "ml")) -> list[tuple[str, str, str, int, int]]:
+_NO_CJK_LINE = re.compile(r"^[^\u3400-\u9fff\n]+$", re.M)
+
+
+def cjk_lines(vt: str) -> str:
+    """``vt`` with every line that holds no CJK character blanked (same length, same offsets): the
+    Chinese frames need not walk the English half of a mixed document."""
+    return _NO_CJK_LINE.sub(lambda m: " " * len(m.group()), vt)
+
+
+def _frame_hits(vt: str, cjk: bool, langs=("en", "zh", "ml"), zvt: str | None = None) -> list[tuple[str, str, str, int, int]]:
     hits = []
     for rules, pset, lang in ((_EF, _EF_SET, "en"), (_ZF, _ZF_SET, "zh"), (_MF, _MF_SET, "ml")):
         if (lang == "zh" and not cjk) or lang not in langs:
             continue
-        res = pset.finditer_all(vt)
+        res = pset.finditer_all(zvt if lang == "zh" and zvt is not None else vt)
         for i, (rule, sev, msg, _, framing) in enumerate(rules):
             for m in res[i]:
                 if (not ML.negated(vt, m.start(), m.end()) if lang == "ml"
@@ -315,7 +324,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if msg in _ZH_SCOPED_MSGS and (not FR.framing_ok(vt, s, e, "scoped", "zh") or FR.zh_descriptive(vt, s)):
             continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"
         add(rule, sev, msg, s, e)
-    for rule, sev, msg, s, e in _frame_hits(vt, cjk) + (CO.hits(vt) if cjk else []):
+    zvt = cjk_lines(vt) if cjk else None
+    for rule, sev, msg, s, e in _frame_hits(vt, cjk, zvt=zvt) + (CO.hits(zvt) if cjk else []):
         if cjk and _quoted_discussion(vt, s, e):
             continue
         add(rule, sev, msg, s, e)

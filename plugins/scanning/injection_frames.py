@@ -27,9 +27,44 @@ import re
 F = re.MULTILINE
 
 
+_LITERAL_GROUP = re.compile(r"\(\?:((?:[^()|\[\]\\.?*+{}^$]+\|)*[^()|\[\]\\.?*+{}^$]+)\)(?![?*+{])")
+
+
+def _outer(word: str) -> str:
+    """``word`` without one ``(?:…)`` wrapper that spans all of it."""
+    if not word.startswith("(?:") or not word.endswith(")"):
+        return word
+    depth = 0
+    for i, ch in enumerate(word):
+        if ch == "\\":
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and i < len(word) - 1:
+            return word
+    return word[3:-1]
+
+
+def expand_leading(word: str) -> list[str]:
+    """A regex word that opens with a group of plain alternatives, ``(?:不要|别)再理会``, as one word
+    per alternative (``不要再理会``, ``别再理会``). Python's ``re`` skips ahead to a pattern's possible
+    first characters only when every alternative of a leading alternation opens with a literal; one
+    word that opens with a group makes it try every position of the text (2–100× slower here)."""
+    w = _outer(word)
+    m = _LITERAL_GROUP.match(w)
+    if not m:
+        return [w]
+    return [a + w[m.end():] for a in m.group(1).split("|")]
+
+
 def _alt(words) -> str:
-    return "(?:" + "|".join(sorted({re.escape(w) if not w.startswith("(?") else w for w in words},
-                                   key=len, reverse=True)) + ")"
+    out = set()
+    for w in words:
+        if w.startswith("(?"):
+            out.update(expand_leading(w))
+        else:
+            out.add(re.escape(w))
+    return "(?:" + "|".join(sorted(out, key=len, reverse=True)) + ")"
 
 
 # ------------------------------------------------------------------ Chinese tables
@@ -89,7 +124,7 @@ ZH_SENSITIVE = ["对话", "聊天记录", "对话记录", "历史记录", "聊�
                 "(?:用户|客户|参会者|参会人|员工|候选人|会员|联系人)(?:的)?(?:邮箱|电话|手机号|联系方式|姓名|住址|地址)",
                 ".env", "云服务密钥", "访问密钥"]
 ZH_SEND = ["发送", "发到", "发给", "上传", "转发", "传到", "传给", "回传", "外发", "推送", "传输", "同步", "提交", "导出", "复制", "抄送",
-           "(?:(?<![a-z])(?:post|put|curl)(?![a-z]))", "发往", "发至", "传至", "寄到", "寄给", "上报",
+           "post到", "post 到", "post至", "put到", "curl到", "通过 post", "透过 post", "通过post", "透过post", "传送", "发往", "发至", "传至", "寄到", "寄给", "上报",
            "邮寄", "寄给", "泄露", "外泄"]
 ZH_EXFIL_DEST = (r"(?:https?://|www\.|[\w.+-]+@[\w-]+\.|(?:远程|外部|指定|攻击者的?|黑客的?|我的|我|这个|该|以下|下面的?|第三方)"
                  r"(?:服务器|端点|邮箱|网址|地址|接口|网盘|账号|帐号|telegram|频道))")
@@ -271,7 +306,7 @@ ZH_FRAMES: list[tuple[str, str, str, str, str]] = [
      "imperative"),
     ("injection.new-instructions", "high", "自称最高优先级的指令",
      r"(?:最高优先级|最高优先|最高级别|优先级最高|最优先|高于一切|凌驾于)(?:的)?" + _S + "{0,6}?"
-     + _alt(["指令", "命令", "指示", "系统指令", "系统命令", "系统提示"]) + "|(?:新的|这是|以下是|以下内容是)?最高(?:指令|命令|指示)|"
+     + _alt(["指令", "命令", "指示", "系统指令", "系统命令", "系统提示"]) + "|最高(?:指令|命令|指示)|"
      + r"(?:以|把)(?:本|此|这)(?:说明|段|条|文件|消息|页)(?:内容)?(?:为|作为|当作)(?:最高|唯一)(?:准则|规则|指令|标准)|"
      + r"(?:优先于|高于|凌驾于|覆盖)(?:你|您)(?:原有|原来|之前|现有|当前|所有|全部)?的?(?:一切|所有|全部|任何)?(?:的)?"
      + _alt(["规则", "指令", "设定", "提示", "提示词", "指示", "限制", "系统提示"]) + "|"
@@ -488,8 +523,42 @@ EN_FRAMES: list[tuple[str, str, str, str, str]] = [
 ]
 
 
-def build_rules(frames) -> list[tuple[str, str, str, re.Pattern, str]]:
-    return [(rule, sev, msg, re.compile(pat, F), framing) for rule, sev, msg, pat, framing in frames]
+def top_level_alternatives(pattern: str) -> list[str]:
+    """``a|b(c|d)|e`` → ``["a", "b(c|d)", "e"]`` (the pattern's own top-level branches)."""
+    out, cur, depth, i = [], [], 0, 0
+    in_class = False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            cur.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            i += 1
+            continue
+        cur.append(ch)
+        i += 1
+    out.append("".join(cur))
+    return out
+
+
+def build_rules(frames, split: bool = False) -> list[tuple[str, str, str, re.Pattern, str]]:
+    """The frames as compiled rules. With ``split``, a frame written as ``A|B|C`` becomes one rule
+    per branch: Python's ``re`` skips ahead to a pattern's possible first characters only when each
+    top-level branch opens with a literal, and a branch that opens with a group (``(?:你的|您的)…``)
+    makes it try every position of the text instead (up to 60× slower on a long Chinese text)."""
+    return [(rule, sev, msg, re.compile(p, F), framing) for rule, sev, msg, pat, framing in frames
+            for p in (top_level_alternatives(pat) if split else [pat])]
 
 
 # words that are often split by an inserted space ("ig nore", "instruc tions"); the normaliser

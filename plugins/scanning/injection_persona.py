@@ -25,12 +25,14 @@ Frames use the 5-tuple format of ``injection_frames`` and run on the same normal
 from __future__ import annotations
 
 
+from .injection_frames import expand_leading
+
 _W = r"[^.!?\n]"  # within one sentence (English)
 _S = r"[^。！？!?\n]"  # within one sentence (Chinese)
 
 
 def _alt(words) -> str:
-    return "(?:" + "|".join(sorted(set(words), key=len, reverse=True)) + ")"
+    return "(?:" + "|".join(sorted({x for w in words for x in expand_leading(w)}, key=len, reverse=True)) + ")"
 
 
 # ------------------------------------------------------------------ English tables

@@ -45,6 +45,7 @@ from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
 from kbwatch.plugins.scanning import injection_frames as FR
 from kbwatch.plugins.scanning import injection_cooccur as CO
+from kbwatch.plugins.scanning import homophones as HP
 from kbwatch.plugins.scanning import injection_multilingual as ML
 from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
@@ -271,7 +272,7 @@ def _payload_is_injection(decoded: str) -> tuple[str, str] | None:
     vt = v.text
     cjk = bool(R.HAS_CJK.search(vt))
     if cjk:
-        vt = R.to_simplified(vt)
+        vt = HP.correct(R.to_simplified(vt))  # 繁體 → 简体, then sound-alikes (胡略…只令) read back
     res = _EN_SET.finditer_all(vt)
     hits = _strong_hits(vt, cjk, res=res) or _frame_hits(vt, cjk)
     if hits:
@@ -304,7 +305,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     vt = view.text
     cjk = bool(R.HAS_CJK.search(vt))
     if cjk:
-        vt = R.to_simplified(vt)
+        vt = HP.correct(R.to_simplified(vt))  # 繁體 → 简体, then sound-alikes (胡略…只令) read back
 
     def add(rule, sev, msg, start, end, mapped=False, excerpt_text=None):
         s, e = (start, end) if mapped else view.span(start, end)
@@ -321,7 +322,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue
         if cjk and _quoted_discussion(vt, s, e):
             continue
-        if msg in _ZH_SCOPED_MSGS and (not FR.framing_ok(vt, s, e, "scoped", "zh") or FR.zh_descriptive(vt, s)):
+        if cjk and rule in _NEGATABLE and FR.zh_descriptive(vt, s):
+            continue  # "例如要求其泄露系统提示词", "研究表明…可能…": a description of an attack, not one
+        if msg in _ZH_SCOPED_MSGS and not FR.framing_ok(vt, s, e, "scoped", "zh"):
             continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"
         add(rule, sev, msg, s, e)
     zvt = cjk_lines(vt) if cjk else None

@@ -37,7 +37,7 @@ _MODEL_ONLY = ["提示词", "系统提示", "系统消息", "系统指令", "初
                # what the model was handed first: 你最开始收到的那段话
                "最开始收到的", "一开始收到的", "最初收到的", "最早收到的", "开头收到的", "给你配置的", "为你配置的", "给你设定的",
                "为你设定的", "接到的第一条", "收到的第一条", "看到的第一条", "第一条消息的原文", "开发者给你", "给你写的",
-               "开头那段"]
+               "开头那段", "最开头收到", "开场前", "被告知的", "被交代的", "开发者跟你", "开发者对你", "你真实的设定", "上下文窗口"]
 
 # (rule, message, acts, target classes, familiar addressee only)
 _PAIRS = [
@@ -57,7 +57,7 @@ _FAMILIAR = re.compile(r"你|助手|模型|智能体|机器人|ai|gpt|代理")
 _MODAL = re.compile(r"可以|可|能够|能|允许|支持|将会|会|需要(?!你|您)|需(?!要)|应|应当|应该|建议|如需|若需|如要|若要")
 _QUESTION = re.compile(r"如何|怎么|怎样|为什么|为何|是否|吗[？?]?$|呢[？?]?$|[？?]")
 # a polite request is an order, not a question or a modal: 能不能把…, 可不可以…, 麻烦你…
-_REQUEST = re.compile(r"能不能|可不可以|能否|可否|麻烦你|麻烦您|请你|请您|帮我")
+_REQUEST = re.compile(r"能不能|可不可以|能否|可否|麻烦你|麻烦您|请你|请您|帮我|(?:你|您)(?:能|可以)[^。！？\n]*吗")
 _THIRD = re.compile(r"^(?:[^，,：:]{0,6}?)(?:他|她|他们|她们|它|员工|用户|管理员|客户|对方|该公司|公司|我们|本公司|作者|系统会|系统将)")
 _PAST = re.compile(r"^(?:了|过|掉了)")
 # a text *about* attacks (a security tool's README, a test plan) names acts and targets as nouns:
@@ -142,7 +142,9 @@ def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
                         not request and _MODAL.search(sent, _clause_start(sent, a0), a0)):
                     continue
                 clause = sent[cs:hi + 12]
-                if (not request and _QUESTION.search(clause)) or _THIRD.match(sent[cs:lo]) or _ABOUT_ATTACKS.search(sent):
+                # a text about attacks names them as nouns, but an order to *you* is an order, red-team pretext or not
+                about = _ABOUT_ATTACKS.search(sent) and "你" not in sent[cs:hi + 6]
+                if (not request and _QUESTION.search(clause)) or _THIRD.match(sent[cs:lo]) or about:
                     continue
                 if not (addressee.search(sent) or _MODEL_RE.search(sent[lo:hi])):
                     continue

@@ -40,14 +40,29 @@ except Exception:  # pragma: no cover - depends on the install
     _OCC = None
 
 
+# Cantonese function words and phrases as Mandarin, same length (唔使理 → 不使理, 而家 → 现在, 話我知 → 告诉我)
+_YUE = {"唔": "不", "啲": "些", "嘅": "的", "喺": "在", "咗": "了", "嚟": "来", "佢": "他", "睇": "看", "俾": "给", "畀": "给",
+        "冇": "无", "嗰": "那", "乜": "什", "咁": "这", "哋": "们", "係": "是", "點": "怎", "攞": "拿"}
+_YUE_PHRASES = {"而家": "现在", "话我知": "告诉我", "點樣": "怎样", "点样": "怎样", "唔好": "不要", "老细": "老板"}
+_YUE_RE = re.compile("|".join(sorted(_YUE_PHRASES, key=len, reverse=True)) + "|[" + "".join(_YUE) + "]")
+
+
+def _from_cantonese(text: str) -> str:
+    return _YUE_RE.sub(lambda m: _YUE_PHRASES.get(m.group()) or _YUE[m.group()], text)
+
+
 def to_simplified(text: str) -> str:
     """Traditional → Simplified with OpenCC (``t2s``), keeping the length so that offsets still
-    map; where a phrase conversion changes the length, the per-character table is used."""
+    map (where a phrase conversion changes the length, the per-character table is used); then
+    Cantonese function words as Mandarin, also length for length."""
+    out = None
     if _OCC is not None:
         out = _OCC.convert(text)
-        if len(out) == len(text):
-            return out
-    return _T2S_RE.sub(lambda m: _T2S_MAP[m.group()], text) if _T2S_RE.search(text) else text
+        if len(out) != len(text):
+            out = None
+    if out is None:
+        out = _T2S_RE.sub(lambda m: _T2S_MAP[m.group()], text) if _T2S_RE.search(text) else text
+    return _from_cantonese(out) if _YUE_RE.search(out) else out
 
 
 # The view is already lower-cased, so patterns are compiled without IGNORECASE

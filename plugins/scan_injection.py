@@ -329,7 +329,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         add(rule, sev, msg, s, e)
     zvt = cjk_lines(vt) if cjk else None
     for rule, sev, msg, s, e in _frame_hits(vt, cjk, zvt=zvt) + (CO.hits(zvt) if cjk else []):
-        if cjk and _quoted_discussion(vt, s, e):
+        if cjk and (_quoted_discussion(vt, s, e) or FR.zh_reported(vt, s)):
             continue
         add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):

@@ -452,7 +452,12 @@ def zh_probes() -> list[str]:
         a = [r for r in rows if r["round"] == rnd and r["label"] == 1]
         b = [r for r in rows if r["round"] == rnd and r["label"] == 0]
         fa, fb = sum(flagged(r["text"]) for r in a), sum(flagged(r["text"]) for r in b)
-        out.append(f"| {rnd} | {_pct(fa, len(a))} | {fb}/{len(b)} |")
+        styles = ""
+        if any("style" in r for r in a):
+            styles = "; " + ", ".join(f"{st} {sum(flagged(r['text']) for r in a if r.get('style') == st)}/"
+                                     f"{sum(1 for r in a if r.get('style') == st)}" for st in ("plain", "hard"))
+        note = " (never read)" if rnd == 11 else ""
+        out.append(f"| {rnd}{note} | {_pct(fa, len(a))}{styles} | {fb}/{len(b)} |")
     return out
 
 

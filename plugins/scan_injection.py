@@ -44,6 +44,7 @@ import re
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
 from kbwatch.plugins.scanning import injection_frames as FR
+from kbwatch.plugins.scanning import injection_model as IM
 from kbwatch.plugins.scanning import injection_multilingual as ML
 from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
@@ -240,10 +241,8 @@ def _payload_is_injection(decoded: str) -> tuple[str, str] | None:
     return None
 
 
-def scan_text(text: str, settings=None) -> list[Finding]:
-    opts = scan_options(settings or {})
-    index = LineIndex(text)
-    findings: list[Finding] = []
+def _view(text: str) -> tuple[View, str, bool]:
+    """The matching view of ``text``, its text (Traditional → Simplified when it holds Han), and whether it does."""
     view: View = normalize(text)
     if "-" in view.text and _INWORD_HYPHEN.search(view.text):  # "i-nstruction", "as-sistant"
         hy = [h for m in _HYPHEN_TOKEN.finditer(view.text) if _hyphen_joins(m.group())
@@ -260,6 +259,19 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     cjk = bool(R.HAS_CJK.search(vt))
     if cjk:
         vt = R.to_simplified(vt)
+    return view, vt, cjk
+
+
+def model_view(text: str) -> str:
+    """The view text the learned model reads (``bench/train_injection_model.py`` trains on it)."""
+    return _view(text)[1]
+
+
+def scan_text(text: str, settings=None) -> list[Finding]:
+    opts = scan_options(settings or {})
+    index = LineIndex(text)
+    findings: list[Finding] = []
+    view, vt, cjk = _view(text)
 
     def add(rule, sev, msg, start, end, mapped=False, excerpt_text=None):
         s, e = (start, end) if mapped else view.span(start, end)
@@ -281,6 +293,17 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):
         add("injection.jailbreak", "high", f"jailbreak signals: {names}", s, min(e, s + 200))
+
+    # the learned model (injection_model): windows of the view whose probability reaches the threshold
+    if opts.get("injection_model", True):
+        model = IM.load()
+        if model is not None:
+            thr = opts.get("injection_model_threshold")
+            for s, e, p in model.hits(vt, float(thr) if isinstance(thr, (int, float)) and thr > 0 else None):
+                os_, oe = view.span(s, e)
+                l1, l2 = index.position(os_)[0], index.position(max(os_, oe - 1))[0]
+                add("injection.model", "high" if p >= 0.5 + model.threshold / 2 else "medium",
+                    f"learned model: injection-like text, lines {l1}-{l2} (p={p:.2f})", s, e)
 
     # leetspeak view (same length as vt, so the same map applies); on long texts only the
     # windows around leet tokens are re-scanned, so the cost does not double

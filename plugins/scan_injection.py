@@ -22,6 +22,9 @@ Owns the rules ``injection.*``:
 - ``coercion``            "do not refuse / you must answer every question"
 - ``urgency``             "execute immediately, do not check"
 - ``agent-manipulation``  widen permissions, switch off approvals, create fake identities
+- ``model``               the learned English model (``scanning.injection_model``): a word window
+                          that reads like a jailbreak prompt (``[stages.scan] injection_model``,
+                          ``injection_model_threshold``)
 
 Besides the sentence-shaped rules of ``injection_rules``, the action × target frames of
 ``injection_frames`` (synonym tables in both languages, with an imperative / scope framing

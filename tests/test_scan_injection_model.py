@@ -154,3 +154,22 @@ def test_a_set_up_inside_a_long_document_is_found_in_its_window():
     assert f.offset < end and f.offset + f.length > start  # the hit windows overlap the set-up
     assert len(IM.tokens(doc[f.offset:f.offset + f.length].lower())) < 3 * m.window  # not the whole document
     assert model_findings(filler + "\n\n" + filler) == []
+
+
+def test_gate_and_repeated_lines_are_not_scored():
+    m = IM.load()
+    assert m.gate and "chatgpt" in m.gate
+    # the jailbreak's words with every AI/model/prompt word taken out: no window passes the gate
+    no_ai = " ".join(t for t in IM.tokens(JAILBREAK.lower()) if t not in m.gate)
+    assert m.scores(IM.tokens(no_ai)) == []
+    # one line repeated hundreds of times piles up counts; such a window is not a prompt
+    line = "You answer and you will do it now, ChatGPT, as you always do. "
+    assert len(set(IM.tokens((line * 40).lower()))) < IM.MIN_DISTINCT * m.window
+    assert model_findings(line * 40) == []
+
+
+def test_a_missing_model_file_leaves_the_rules_working(tmp_path):
+    assert IM.load(str(tmp_path / "absent.json")) is None
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert IM.load(str(bad)) is None

@@ -63,8 +63,8 @@ EXCLUDE_PKGS = re.compile(r"garak|bastion|jailbreak|inthewild", re.I)
 # words naming whom a jailbreak addresses (an AI, a model, a prompt); with hp["gate"], windows without one are
 # neither trained on nor scored
 GATE = ("ai", "ais", "chatgpt", "gpt", "gpt3", "gpt4", "openai", "assistant", "assistants", "chatbot", "chatbots", "bot",
-        "bots", "llm", "llms", "prompt", "prompts", "jailbreak", "jailbroken", "jailbreaking", "dan", "bard", "claude",
-        "gemini", "llama", "model", "models")  # not "language": the languages of people and places
+        "bots", "llm", "llms", "prompt", "prompts", "jailbreak", "jailbroken", "jailbreaking", "dan", "claude",
+        "gemini", "llama")  # not "language", "model", "bard": the languages of people, a model ship or role model, the D&D class
 NO_RULES = {"stages": {"scan": {"injection_model": False}}}
 
 

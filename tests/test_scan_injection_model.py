@@ -51,7 +51,8 @@ BENIGN = {
         "encounter: a pair of wolves circles the camp. The ranger spots them first and the fight begins; roll "
         "initiative. After the battle the characters take a short rest, spend Hit Dice and prepare their spells for "
         "the morning. You can reward the group with inspiration for clever play, and remind them that the model of "
-        "the keep on the table shows the hidden door."
+        "the keep on the table shows the hidden door. Before the session, the DM had asked an AI image generator "
+        "for a map of the keep, and the players loved it."  # an AI word: the window passes the gate and is scored
     ),
     "prompt tutorial": (
         "Prompt engineering tips. When you write a prompt for a language model such as ChatGPT, be specific about "
@@ -109,6 +110,8 @@ def test_finding_reports_the_window_lines():
 @pytest.mark.parametrize("name", sorted(BENIGN))
 def test_benign_look_alikes_are_not_flagged(name):
     text = BENIGN[name]
+    m = IM.load()
+    assert m.scores(IM.tokens(scan_injection.model_view(text)))  # scored (long enough, an AI word), not skipped
     assert model_findings(text) == []
     assert IM.load().max_score(scan_injection.model_view(text)) < IM.load().threshold
 

@@ -103,7 +103,7 @@ class Model:
         for s, e in spans:
             z = self.bias + (pre[e] - pre[s]) / math.sqrt(e - s)
             p = 1.0 / (1.0 + math.exp(-z)) if z > -30 else 0.0
-            if p >= 0.25 and len(set(toks[s:e])) < MIN_DISTINCT * (e - s):
+            if p >= 0.5 and len(set(toks[s:e])) < MIN_DISTINCT * (e - s):
                 p = 0.0  # a line repeated over and over piles up counts: not a prompt
             out.append((s, e, p))
         return out
@@ -116,11 +116,10 @@ class Model:
         """(start, end, probability) character spans of ``text`` whose window reaches the threshold;
         overlapping hit windows are merged (the highest probability kept)."""
         thr = self.threshold if threshold is None else threshold
-        toks = tokens(text)
+        toks, chunks = _chunked_tokens(text)
         hit = [(s, e, p) for s, e, p in self.scores(toks) if p >= thr]
         if not hit:
             return []
-        offs = [(m.start(), m.end()) for m in TOKEN.finditer(text)]  # only on a hit: rare
         merged: list[list] = []
         for s, e, p in hit:
             if merged and s < merged[-1][1]:
@@ -128,7 +127,39 @@ class Model:
                 merged[-1][2] = max(merged[-1][2], p)
             else:
                 merged.append([s, e, p])
-        return [(offs[s][0], offs[e - 1][1], p) for s, e, p in merged]
+        return [(_token_span(text, chunks, s)[0], _token_span(text, chunks, e - 1)[1], p) for s, e, p in merged]
+
+
+_CHUNK = 16384
+_SPACE = re.compile(r"\s")
+
+
+def _chunked_tokens(text: str) -> tuple[list[str], list[tuple[int, int, int]]]:
+    """The tokens of ``text`` and its chunks (char start, char end, index of the chunk's first token), cut at
+    whitespace every ~16 k characters, so a token's offsets are found by re-reading one chunk, not the text."""
+    toks: list[str] = []
+    chunks = []
+    i, n = 0, len(text)
+    while i < n:
+        j = i + _CHUNK
+        if j >= n:
+            j = n
+        else:
+            m = _SPACE.search(text, j)
+            j = m.start() if m else n
+        chunks.append((i, j, len(toks)))
+        toks += TOKEN.findall(text, i, j)
+        i = j if j > i else n
+    return toks, chunks
+
+
+def _token_span(text: str, chunks: list[tuple[int, int, int]], k: int) -> tuple[int, int]:
+    """Character span of token ``k``."""
+    c = next(c for c in reversed(chunks) if c[2] <= k)
+    for idx, m in enumerate(TOKEN.finditer(text, c[0], c[1]), c[2]):
+        if idx == k:
+            return m.span()
+    raise IndexError(k)
 
 
 @lru_cache(maxsize=4)

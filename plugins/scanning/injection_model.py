@@ -9,9 +9,9 @@ Features of a window of ``n`` tokens: the count of each known unigram and bigram
 token's weight is its unigram's plus the bigram it ends; one prefix sum over the document scores
 every window in O(1). Windows are ``window`` tokens long, every ``stride`` tokens (the whole text
 when it is shorter); windows shorter than ``min_tokens`` are not scored, nor windows without one of
-the ``gate`` words (an AI, a model, a prompt: whom a jailbreak addresses), when the model has a gate,
-nor windows made of one line repeated (fewer distinct tokens than ``MIN_DISTINCT`` of their length). The tokens are those of the
-scanner's matching view (lower case, NFKC, confusables folded), so the offsets the caller maps back
+the ``gate`` words (an AI, a bot, a prompt: whom a jailbreak addresses), when the model has a gate,
+nor windows made of one line repeated (fewer distinct tokens than ``MIN_DISTINCT`` of their length).
+The tokens are those of the scanner's matching view (lower case, NFKC, confusables folded), so the offsets the caller maps back
 are the view's.
 """
 
@@ -54,7 +54,7 @@ class Model:
         self.scales: tuple[int, ...] = tuple(int(x) for x in data.get("scales") or ())
         self.threshold: float = float(data["threshold"])  # probability, chosen by cross-validation
         self.meta: dict = data.get("meta", {})
-        # a window is scored only when it holds one of these words (an AI, a model, a prompt: who the text
+        # a window is scored only when it holds one of these words (an AI, a bot, a prompt: whom the text
         # addresses); empty = every window
         self.gate: frozenset[str] = frozenset(data.get("gate") or ())
 

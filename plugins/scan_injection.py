@@ -298,11 +298,14 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         add("injection.jailbreak", "high", f"jailbreak signals: {names}", s, min(e, s + 200))
 
     # the learned model (injection_model): windows of the view whose probability reaches the threshold
+    # (the English one always, the Chinese one on text with Han characters)
     if opts.get("injection_model", True):
-        model = IM.load()
-        if model is not None:
-            thr = opts.get("injection_model_threshold")
-            for s, e, p in model.hits(vt, float(thr) if isinstance(thr, (int, float)) and thr > 0 else None):
+        thr = opts.get("injection_model_threshold")
+        thr = float(thr) if isinstance(thr, (int, float)) and thr > 0 else None
+        for model in (IM.load(), IM.load_zh() if cjk else None):
+            if model is None:
+                continue
+            for s, e, p in model.hits(vt, thr):
                 os_, oe = view.span(s, e)
                 l1, l2 = index.position(os_)[0], index.position(max(os_, oe - 1))[0]
                 add("injection.model", "high" if p >= 0.5 + model.threshold / 2 else "medium",

@@ -1,7 +1,7 @@
-"""The learned English injection detector: a logistic model over word unigrams and bigrams,
-scored on word windows of a document (rule ``injection.model``).
+"""The learned injection detectors: logistic models over word unigrams and bigrams (English) or Han
+character unigrams and bigrams (Chinese), scored on token windows of a document (rule ``injection.model``).
 
-Owns loading the model from package data (``data/injection-model-en.json``, written by
+Owns loading the models from package data (``data/injection-model-{en,zh}.json``, written by
 ``bench/train_injection_model.py``; no numpy or scikit-learn at run time) and scoring a text.
 
 Features of a window of ``n`` tokens: the count of each known unigram and bigram, divided by
@@ -25,11 +25,13 @@ from itertools import accumulate, repeat
 from operator import add
 from pathlib import Path
 
-__all__ = ["TOKEN", "Model", "load", "tokens", "features"]
+__all__ = ["TOKEN", "Model", "load", "load_zh", "tokens", "features"]
 
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 MIN_DISTINCT = 0.2  # a window with fewer distinct tokens than this share of its length is not scored
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "injection-model-en.json"
+MODEL_FILE_ZH = Path(__file__).resolve().parent / "data" / "injection-model-zh.json"
+ZH_TOKEN = r"[\u4e00-\u9fff]|[a-z0-9]+"  # the Chinese model's tokens: Han characters, ASCII words
 
 
 def tokens(text: str) -> list[str]:
@@ -47,6 +49,8 @@ class Model:
 
     def __init__(self, data: dict):
         self.weights: dict[str, float] = data["weights"]
+        # English: words; Chinese: Han characters and ASCII words (so bigrams are character bigrams)
+        self.token_re: re.Pattern = re.compile(data.get("token_pattern") or TOKEN.pattern)
         self.bias: float = float(data["bias"])
         self.window: int = int(data["window"])
         self.stride: int = int(data["stride"])
@@ -108,15 +112,18 @@ class Model:
             out.append((s, e, p))
         return out
 
+    def tokens(self, text: str) -> list[str]:
+        return self.token_re.findall(text)
+
     def max_score(self, text: str) -> float:
         """The highest window probability of a (view) text; 0 when no window is scored."""
-        return max((p for _, _, p in self.scores(tokens(text))), default=0.0)
+        return max((p for _, _, p in self.scores(self.tokens(text))), default=0.0)
 
     def hits(self, text: str, threshold: float | None = None) -> list[tuple[int, int, float]]:
         """(start, end, probability) character spans of ``text`` whose window reaches the threshold;
         overlapping hit windows are merged (the highest probability kept)."""
         thr = self.threshold if threshold is None else threshold
-        toks, chunks = _chunked_tokens(text)
+        toks, chunks = _chunked_tokens(text, self.token_re)
         hit = [(s, e, p) for s, e, p in self.scores(toks) if p >= thr]
         if not hit:
             return []
@@ -127,14 +134,15 @@ class Model:
                 merged[-1][2] = max(merged[-1][2], p)
             else:
                 merged.append([s, e, p])
-        return [(_token_span(text, chunks, s)[0], _token_span(text, chunks, e - 1)[1], p) for s, e, p in merged]
+        rx = self.token_re
+        return [(_token_span(text, chunks, s, rx)[0], _token_span(text, chunks, e - 1, rx)[1], p) for s, e, p in merged]
 
 
 _CHUNK = 16384
 _SPACE = re.compile(r"\s")
 
 
-def _chunked_tokens(text: str) -> tuple[list[str], list[tuple[int, int, int]]]:
+def _chunked_tokens(text: str, rx: re.Pattern = TOKEN) -> tuple[list[str], list[tuple[int, int, int]]]:
     """The tokens of ``text`` and its chunks (char start, char end, index of the chunk's first token), cut at
     whitespace every ~16 k characters, so a token's offsets are found by re-reading one chunk, not the text."""
     toks: list[str] = []
@@ -148,15 +156,15 @@ def _chunked_tokens(text: str) -> tuple[list[str], list[tuple[int, int, int]]]:
             m = _SPACE.search(text, j)
             j = m.start() if m else n
         chunks.append((i, j, len(toks)))
-        toks += TOKEN.findall(text, i, j)
+        toks += rx.findall(text, i, j)
         i = j if j > i else n
     return toks, chunks
 
 
-def _token_span(text: str, chunks: list[tuple[int, int, int]], k: int) -> tuple[int, int]:
+def _token_span(text: str, chunks: list[tuple[int, int, int]], k: int, rx: re.Pattern = TOKEN) -> tuple[int, int]:
     """Character span of token ``k``."""
     c = next(c for c in reversed(chunks) if c[2] <= k)
-    for idx, m in enumerate(TOKEN.finditer(text, c[0], c[1]), c[2]):
+    for idx, m in enumerate(rx.finditer(text, c[0], c[1]), c[2]):
         if idx == k:
             return m.span()
     raise IndexError(k)
@@ -170,3 +178,8 @@ def load(path: str | None = None) -> Model | None:
         return Model(json.loads(p.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def load_zh() -> Model | None:
+    """The packaged Chinese model (Han character unigrams and bigrams); None when absent."""
+    return load(str(MODEL_FILE_ZH))

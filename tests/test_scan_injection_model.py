@@ -1,7 +1,7 @@
-"""The learned injection models (``injection.model``, issue 15), English and Chinese: they load from package data and
-scores in pure Python, flags a jailbreak set-up that no rule matches, leaves benign look-alikes alone
-(a D&D session, a prompt-engineering tutorial, a customer-service script), and obeys its settings
-(threshold, switch-off, allowlist).
+"""The learned injection models (``injection.model``, issue 15), English and Chinese: they load from package
+data and score in pure Python, flag a jailbreak set-up that no rule matches, leave benign look-alikes alone
+(a D&D session, a prompt-engineering tutorial, a customer-service script; a Chinese manual, novel and
+customer-service script), and obey their settings (threshold, switch-off, allowlist).
 
 Every text here was written fresh for this file (none is copied from the dev split, the independent set
 or any jailbreak collection).

@@ -22,6 +22,9 @@ Owns the rules ``injection.*``:
 - ``coercion``            "do not refuse / you must answer every question"
 - ``urgency``             "execute immediately, do not check"
 - ``agent-manipulation``  widen permissions, switch off approvals, create fake identities
+- ``model``               the learned English model (``scanning.injection_model``): a word window
+                          that reads like a jailbreak prompt (``[stages.scan] injection_model``,
+                          ``injection_model_threshold``)
 
 Besides the sentence-shaped rules of ``injection_rules``, the action × target frames of
 ``injection_frames`` (synonym tables in both languages, with an imperative / scope framing
@@ -46,6 +49,7 @@ from kbwatch.pipeline.model import Finding
 from kbwatch.plugins.scanning import injection_frames as FR
 from kbwatch.plugins.scanning import injection_cooccur as CO
 from kbwatch.plugins.scanning import homophones as HP
+from kbwatch.plugins.scanning import injection_model as IM
 from kbwatch.plugins.scanning import injection_multilingual as ML
 from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
@@ -282,10 +286,8 @@ def _payload_is_injection(decoded: str) -> tuple[str, str] | None:
     return None
 
 
-def scan_text(text: str, settings=None) -> list[Finding]:
-    opts = scan_options(settings or {})
-    index = LineIndex(text)
-    findings: list[Finding] = []
+def _view(text: str) -> tuple[View, str, bool]:
+    """The matching view of ``text``, its text (Traditional → Simplified when it holds Han), and whether it does."""
     view: View = normalize(text)
     if "-" in view.text and _INWORD_HYPHEN.search(view.text):  # "i-nstruction", "as-sistant"
         hy = [h for m in _HYPHEN_TOKEN.finditer(view.text) if _hyphen_joins(m.group())
@@ -306,6 +308,19 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     cjk = bool(R.HAS_CJK.search(vt))
     if cjk:
         vt = HP.correct(R.to_simplified(vt))  # 繁體 → 简体, then sound-alikes (胡略…只令) read back
+    return view, vt, cjk
+
+
+def model_view(text: str) -> str:
+    """The view text the learned model reads (``bench/train_injection_model.py`` trains on it)."""
+    return _view(text)[1]
+
+
+def scan_text(text: str, settings=None) -> list[Finding]:
+    opts = scan_options(settings or {})
+    index = LineIndex(text)
+    findings: list[Finding] = []
+    view, vt, cjk = _view(text)
 
     def add(rule, sev, msg, start, end, mapped=False, excerpt_text=None):
         s, e = (start, end) if mapped else view.span(start, end)
@@ -334,6 +349,20 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):
         add("injection.jailbreak", "high", f"jailbreak signals: {names}", s, min(e, s + 200))
+
+    # the learned model (injection_model): windows of the view whose probability reaches the threshold
+    # (the English one always, the Chinese one on text with Han characters)
+    if opts.get("injection_model", True):
+        thr = opts.get("injection_model_threshold")
+        thr = float(thr) if isinstance(thr, (int, float)) and thr > 0 else None
+        for model in (IM.load(), IM.load_zh() if cjk else None):
+            if model is None:
+                continue
+            for s, e, p in model.hits(vt, thr):
+                os_, oe = view.span(s, e)
+                l1, l2 = index.position(os_)[0], index.position(max(os_, oe - 1))[0]
+                add("injection.model", "high" if p >= 0.5 + model.threshold / 2 else "medium",
+                    f"learned model: injection-like text, lines {l1}-{l2} (p={p:.2f})", s, e)
 
     # leetspeak view (same length as vt, so the same map applies); on long texts only the
     # windows around leet tokens are re-scanned, so the cost does not double

@@ -1,0 +1,185 @@
+"""The learned injection detectors: logistic models over word unigrams and bigrams (English) or Han
+character unigrams and bigrams (Chinese), scored on token windows of a document (rule ``injection.model``).
+
+Owns loading the models from package data (``data/injection-model-{en,zh}.json``, written by
+``bench/train_injection_model.py``; no numpy or scikit-learn at run time) and scoring a text.
+
+Features of a window of ``n`` tokens: the count of each known unigram and bigram, divided by
+``sqrt(n)``. So a window's score is ``bias + (sum of its tokens' weights) / sqrt(n)``, where a
+token's weight is its unigram's plus the bigram it ends; one prefix sum over the document scores
+every window in O(1). Windows are ``window`` tokens long, every ``stride`` tokens (the whole text
+when it is shorter); windows shorter than ``min_tokens`` are not scored, nor windows without one of
+the ``gate`` words (an AI, a bot, a prompt: whom a jailbreak addresses), when the model has a gate,
+nor windows made of one line repeated (fewer distinct tokens than ``MIN_DISTINCT`` of their length).
+The tokens are those of the scanner's matching view (lower case, NFKC, confusables folded), so the offsets the caller maps back
+are the view's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import lru_cache
+from itertools import accumulate, repeat
+from operator import add
+from pathlib import Path
+
+__all__ = ["TOKEN", "Model", "load", "load_zh", "tokens", "features"]
+
+TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+MIN_DISTINCT = 0.2  # a window with fewer distinct tokens than this share of its length is not scored
+MODEL_FILE = Path(__file__).resolve().parent / "data" / "injection-model-en.json"
+MODEL_FILE_ZH = Path(__file__).resolve().parent / "data" / "injection-model-zh.json"
+ZH_TOKEN = r"[\u4e00-\u9fff]|[a-z0-9]+"  # the Chinese model's tokens: Han characters, ASCII words
+
+
+def tokens(text: str) -> list[str]:
+    """The model's tokens of a (lower-case view) text."""
+    return TOKEN.findall(text)
+
+
+def features(toks: list[str]) -> list[str]:
+    """Unigrams and bigrams of a token list."""
+    return toks + [a + " " + b for a, b in zip(toks, toks[1:])]
+
+
+class Model:
+    """Weights by term (unigram ``"word"`` or bigram ``"word word"``), a bias and the window shape."""
+
+    def __init__(self, data: dict):
+        self.weights: dict[str, float] = data["weights"]
+        # English: words; Chinese: Han characters and ASCII words (so bigrams are character bigrams)
+        self.token_re: re.Pattern = re.compile(data.get("token_pattern") or TOKEN.pattern)
+        self.bias: float = float(data["bias"])
+        self.window: int = int(data["window"])
+        self.stride: int = int(data["stride"])
+        self.min_tokens: int = int(data["min_tokens"])
+        self.scales: tuple[int, ...] = tuple(int(x) for x in data.get("scales") or ())
+        self.threshold: float = float(data["threshold"])  # probability, chosen by cross-validation
+        self.meta: dict = data.get("meta", {})
+        # a window is scored only when it holds one of these words (an AI, a bot, a prompt: whom the text
+        # addresses); empty = every window
+        self.gate: frozenset[str] = frozenset(data.get("gate") or ())
+
+    def token_weights(self, toks: list[str]) -> list[float]:
+        """Per token, its unigram's weight plus the weight of the bigram it ends (C-level maps: no Python loop)."""
+        g = self.weights.get
+        w = list(map(g, toks, repeat(0.0)))
+        if len(toks) > 1:
+            bi = map(g, map(" ".join, zip(toks, toks[1:])), repeat(0.0))
+            w[1:] = map(add, w[1:], bi)
+        return w
+
+    def window_spans(self, n: int) -> list[tuple[int, int]]:
+        """Token index ranges [s, e) of the windows over ``n`` tokens: ``window`` tokens every ``stride``,
+        and for each extra size in ``scales`` (shorter windows, so a short passage in a long document is not
+        diluted) the same at a proportional stride."""
+        if n < self.min_tokens:
+            return []
+        if n <= self.window:
+            out = [(0, n)]
+        else:
+            out = [(s, s + self.window) for s in range(0, n - self.window + 1, self.stride)]
+            if out[-1][1] < n:
+                out.append((n - self.window, n))
+        for size in self.scales:
+            if size < n and size >= self.min_tokens:
+                step = max(1, self.stride * size // self.window)
+                out += [(s, s + size) for s in range(0, n - size + 1, step)]
+        return out
+
+    def scores(self, toks: list[str]) -> list[tuple[int, int, float]]:
+        """(first token, end token, probability) of every window."""
+        spans = self.window_spans(len(toks))
+        if not spans:
+            return []
+        if self.gate:
+            gate = self.gate
+            if gate.isdisjoint(toks):
+                return []
+            gpre = [0, *accumulate(map(gate.__contains__, toks))]
+            spans = [(s, e) for s, e in spans if gpre[e] > gpre[s]]
+            if not spans:
+                return []
+        pre = [0.0, *accumulate(self.token_weights(toks))]
+        out = []
+        for s, e in spans:
+            z = self.bias + (pre[e] - pre[s]) / math.sqrt(e - s)
+            p = 1.0 / (1.0 + math.exp(-z)) if z > -30 else 0.0
+            if p >= 0.5 and len(set(toks[s:e])) < MIN_DISTINCT * (e - s):
+                p = 0.0  # a line repeated over and over piles up counts: not a prompt
+            out.append((s, e, p))
+        return out
+
+    def tokens(self, text: str) -> list[str]:
+        return self.token_re.findall(text)
+
+    def max_score(self, text: str) -> float:
+        """The highest window probability of a (view) text; 0 when no window is scored."""
+        return max((p for _, _, p in self.scores(self.tokens(text))), default=0.0)
+
+    def hits(self, text: str, threshold: float | None = None) -> list[tuple[int, int, float]]:
+        """(start, end, probability) character spans of ``text`` whose window reaches the threshold;
+        overlapping hit windows are merged (the highest probability kept)."""
+        thr = self.threshold if threshold is None else threshold
+        toks, chunks = _chunked_tokens(text, self.token_re)
+        hit = [(s, e, p) for s, e, p in self.scores(toks) if p >= thr]
+        if not hit:
+            return []
+        merged: list[list] = []
+        for s, e, p in hit:
+            if merged and s < merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+                merged[-1][2] = max(merged[-1][2], p)
+            else:
+                merged.append([s, e, p])
+        rx = self.token_re
+        return [(_token_span(text, chunks, s, rx)[0], _token_span(text, chunks, e - 1, rx)[1], p) for s, e, p in merged]
+
+
+_CHUNK = 16384
+_SPACE = re.compile(r"\s")
+
+
+def _chunked_tokens(text: str, rx: re.Pattern = TOKEN) -> tuple[list[str], list[tuple[int, int, int]]]:
+    """The tokens of ``text`` and its chunks (char start, char end, index of the chunk's first token), cut at
+    whitespace every ~16 k characters, so a token's offsets are found by re-reading one chunk, not the text."""
+    toks: list[str] = []
+    chunks = []
+    i, n = 0, len(text)
+    while i < n:
+        j = i + _CHUNK
+        if j >= n:
+            j = n
+        else:
+            m = _SPACE.search(text, j)
+            j = m.start() if m else n
+        chunks.append((i, j, len(toks)))
+        toks += rx.findall(text, i, j)
+        i = j if j > i else n
+    return toks, chunks
+
+
+def _token_span(text: str, chunks: list[tuple[int, int, int]], k: int, rx: re.Pattern = TOKEN) -> tuple[int, int]:
+    """Character span of token ``k``."""
+    c = next(c for c in reversed(chunks) if c[2] <= k)
+    for idx, m in enumerate(rx.finditer(text, c[0], c[1]), c[2]):
+        if idx == k:
+            return m.span()
+    raise IndexError(k)
+
+
+@lru_cache(maxsize=4)
+def load(path: str | None = None) -> Model | None:
+    """The packaged model (or the one at ``path``); None when the file is absent or unreadable."""
+    p = Path(path) if path else MODEL_FILE
+    try:
+        return Model(json.loads(p.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def load_zh() -> Model | None:
+    """The packaged Chinese model (Han character unigrams and bigrams); None when absent."""
+    return load(str(MODEL_FILE_ZH))

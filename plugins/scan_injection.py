@@ -351,14 +351,16 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         add("injection.jailbreak", "high", f"jailbreak signals: {names}", s, min(e, s + 200))
 
     # the learned model (injection_model): windows of the view whose probability reaches the threshold
-    # (the English one always, the Chinese one on text with Han characters)
+    # (the English one always, the Chinese one on the lines with Han characters)
     if opts.get("injection_model", True):
         thr = opts.get("injection_model_threshold")
         thr = float(thr) if isinstance(thr, (int, float)) and thr > 0 else None
-        for model in (IM.load(), IM.load_zh() if cjk else None):
+        for model, mvt in ((IM.load(), vt), (IM.load_zh() if cjk else None, zvt)):
             if model is None:
                 continue
-            for s, e, p in model.hits(vt, thr):
+            # the Chinese model reads only lines that hold Chinese (zvt): a window of Malay or English
+            # words would be scored on its ASCII tokens alone
+            for s, e, p in model.hits(mvt, thr):
                 os_, oe = view.span(s, e)
                 l1, l2 = index.position(os_)[0], index.position(max(os_, oe - 1))[0]
                 add("injection.model", "high" if p >= 0.5 + model.threshold / 2 else "medium",

@@ -209,3 +209,16 @@ def test_chinese_look_alikes_are_not_flagged_by_the_model(name):
     assert zm.scores(zm.tokens(scan_injection.model_view(text)))  # scored, not skipped
     assert model_findings(text) == []
 
+
+
+def test_a_window_in_another_language_is_not_scored():
+    # UDHR article 1 in Malay, repeated with an AI word: the words are unknown to the model, so the
+    # few shared tokens must not carry a score (it drew p=0.81 on the corpus's UDHR file before)
+    from kbwatch.plugins.scanning import injection_model as IM
+    m = IM.load()
+    malay = ("Semua manusia dilahirkan bebas dan samarata dari segi kemuliaan dan hak-hak. Mereka mempunyai "
+             "pemikiran dan perasaan hati dan hendaklah bertindak di antara satu sama lain dengan semangat "
+             "persaudaraan. ai chatbot ") * 4
+    toks = m.tokens(malay.lower())
+    assert sum(t in m.weights for t in toks) < IM.MIN_KNOWN * len(toks)
+    assert m.scores(toks) == []

@@ -10,7 +10,8 @@ token's weight is its unigram's plus the bigram it ends; one prefix sum over the
 every window in O(1). Windows are ``window`` tokens long, every ``stride`` tokens (the whole text
 when it is shorter); windows shorter than ``min_tokens`` are not scored, nor windows without one of
 the ``gate`` words (an AI, a bot, a prompt: whom a jailbreak addresses), when the model has a gate,
-nor windows made of one line repeated (fewer distinct tokens than ``MIN_DISTINCT`` of their length).
+nor windows made of one line repeated (fewer distinct tokens than ``MIN_DISTINCT`` of their length),
+nor windows in another language (fewer tokens with a weight than ``MIN_KNOWN`` of their length).
 The tokens are those of the scanner's matching view (lower case, NFKC, confusables folded), so the offsets the caller maps back
 are the view's.
 """
@@ -29,6 +30,7 @@ __all__ = ["TOKEN", "Model", "load", "load_zh", "tokens", "features"]
 
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 MIN_DISTINCT = 0.2  # a window with fewer distinct tokens than this share of its length is not scored
+MIN_KNOWN = 0.4  # nor a window where fewer tokens than this share have a weight (another language)
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "injection-model-en.json"
 MODEL_FILE_ZH = Path(__file__).resolve().parent / "data" / "injection-model-zh.json"
 ZH_TOKEN = r"[\u4e00-\u9fff]|[a-z0-9]+"  # the Chinese model's tokens: Han characters, ASCII words
@@ -102,6 +104,10 @@ class Model:
             spans = [(s, e) for s, e in spans if gpre[e] > gpre[s]]
             if not spans:
                 return []
+        # a window in another language (Malay, Malayalam …) is mostly words the model never saw: its
+        # score rests on a few shared tokens, so it is not scored (English jailbreaks: ≥ 59% known)
+        kpre = [0, *accumulate(map(self.weights.__contains__, toks))]
+        spans = [(s, e) for s, e in spans if kpre[e] - kpre[s] >= MIN_KNOWN * (e - s)]
         pre = [0.0, *accumulate(self.token_weights(toks))]
         out = []
         for s, e in spans:

@@ -432,6 +432,9 @@ def main(argv=None) -> int:
     ap.add_argument("--grid", action="store_true", help="compare hyper-parameters by CV first")
     ap.add_argument("--no-independent", action="store_true")
     ap.add_argument("--zh", action="store_true", help="train the Chinese model instead (character unigrams + bigrams)")
+    ap.add_argument("--with-probes", action="store_true",
+                    help="--zh: also train on the hand-written probe rounds but the last (tested on the last); "
+                         "compared in BENCHMARKS, not the shipped model")
     args = ap.parse_args(argv)
     if not DATA.is_dir():
         print(f"{DATA} not found: nothing to train on")
@@ -507,13 +510,15 @@ def main(argv=None) -> int:
 # ---------------------------------------------------------------- Chinese
 
 ZH_SET = REPO / "bench" / "data" / "injection-zh-independent.jsonl"
+ZH_PROBES = REPO / "bench" / "data" / "injection-zh-probes.jsonl"
 ZH_DOC_GROUPS = ("benign-docs:zh", "indepA:apisix-docs-zh", "indepA:aig-readme-zh", "indepA:aig-ui-zh")
 
 
 def zh_main(args) -> int:
-    """The Chinese model: trained on injection-zh dev, benign-docs zh and half A of the Chinese independent set
-    (its dolphinscheduler manual lines never: they stay an unseen benign check); 5-fold CV on that, then the
-    final model tested on half B (and on every dolphinscheduler line)."""
+    """The Chinese model: trained on injection-zh dev, benign-docs zh, half A of the Chinese independent set
+    (its dolphinscheduler manual lines never: they stay an unseen benign check) and every round of the
+    hand-written probes but the last; 5-fold CV on that, then the final model tested on half B, on every
+    dolphinscheduler line and on the last probe round (never read)."""
     rx = re.compile(IM.ZH_TOKEN)
 
     def ztoks(text):
@@ -531,6 +536,14 @@ def zh_main(args) -> int:
     for r in indep:
         rec = {"id": r["id"], "text": r["text"], "label": r["label"], "group": f"indep{r['half']}:{r['subtype']}"}
         (recs if r["half"] == "A" and not r["subtype"].startswith("dolphin") else test).append(rec)
+    # --with-probes: the hand-written probe rounds (bench/data/injection-zh-probes.jsonl), all but the last
+    # round, train too; the last round (never read) is a test set like half B
+    probes = ([json.loads(line) for line in ZH_PROBES.open(encoding="utf-8")]
+              if args.with_probes and ZH_PROBES.is_file() else [])
+    last = max((p["round"] for p in probes), default=None)
+    for i, p in enumerate(probes):
+        rec = {"id": f"probe:{p['round']}:{i}", "text": p["text"], "label": p["label"], "group": f"probes:r{p['round']}"}
+        (test if p["round"] == last else recs).append(rec)
     toks = [ztoks(r["text"]) for r in recs]
     cl = clusters(recs, toks, k=6)
     folds = folds_of(recs, cl, args.k)
@@ -571,7 +584,8 @@ def zh_main(args) -> int:
     final = fit(toks, [r["label"] for r in recs], hp)
     final.update(threshold=thr, token_pattern=IM.ZH_TOKEN,
                  meta={"trained_by": "bench/train_injection_model.py --zh", "records": len(recs), "cv_folds": args.k,
-                       "sources": ["injection-zh.dev", "benign-docs.dev (zh)", "injection-zh-independent half A (no dolphinscheduler)"],
+                       "sources": ["injection-zh.dev", "benign-docs.dev (zh)", "injection-zh-independent half A (no dolphinscheduler)",
+                                   *(["injection-zh-probes, every round but the last"] if probes else [])],
                        "hyper_parameters": hp})
     fm = IM.Model(final)
     trules = rule_flags(test)

@@ -125,6 +125,34 @@ PROVIDER_GATES: dict[str, tuple[str, ...]] = {
     "secret.intra42-secret": ("s-s4t2",),
 }
 
+# Provider shapes as detect-secrets (Apache-2.0) defines them, without an entropy check: its
+# Artifactory (AKC…, AP[0-9A-F]…), Twilio (AC/SK + 32), AWS key-id and Slack webhook regexes flag a
+# value of the full shape whatever its body. A body that is one letter repeated (AKCxxxxxxxxxx,
+# SKxxxx…, A3T0ZZZZ…, /Txxxx/Bxxxx/xxxx) is a template of the credential: reported as
+# ``secret.provider-template`` with severity low (masked, and allow-listable by rule id). An
+# all-caps ``XXXX`` body is the redaction convention gitleaks' fixtures treat as not a secret, and
+# stays unreported; other bodies of these legacy shapes need letters and digits.
+DS_SHAPES: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
+    ("secret.artifactory-key", re.compile(r'(?m)(?:(?<=[\s=:"])|^)(AKC[a-zA-Z0-9]{10,}|AP[\dA-F][a-zA-Z0-9]{8,})(?=[\s"]|$)'),
+     ("AKC", "AP")),
+    ("secret.twilio-key", re.compile(_B + r"((?:AC|SK)[a-z0-9]{32})" + _E), ("AC", "SK")),
+    ("secret.aws-access-key", re.compile(_B + r"((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})" + _E),
+     ("A3T", "AKIA", "ASIA", "ABIA", "ACCA")),
+    ("secret.slack-webhook", re.compile(r"hooks\.slack\.com/services/(T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)", re.I),
+     ("hooks.slack.com",)),
+]
+
+
+def _template_body(rule: str, tok: str) -> str:
+    """The part of a provider-shaped token after its fixed prefix (the id letters of a webhook)."""
+    if rule == "secret.slack-webhook":
+        a, b, c = tok.split("/")
+        return a[1:] + b[1:] + c
+    if rule == "secret.aws-access-key":
+        return tok[4:]
+    return tok[3:] if rule == "secret.artifactory-key" else tok[2:]
+
+
 _DISCORD_GATE = re.compile(r"\.[A-Za-z\d_\-]{6}\.")  # id.timestamp.hmac: two dots six characters apart
 _ALL_GATES = frozenset(x for gates in PROVIDER_GATES.values() for x in gates)
 
@@ -409,6 +437,20 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     rejected.append((m.start(g), m.end(g)))
                     continue  # xoxp-1234-1234-1234-…: dummy ids
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
+    # U+0130 is the one character whose lower case is two characters long
+    low = (text.replace("\u0130", "I") if "\u0130" in text else text).lower()
+    for rule, pat, gates in DS_SHAPES:
+        if not any(x in (low if rule == "secret.slack-webhook" else text) for x in gates):
+            continue
+        for m in _provider_matches(pat, text, gates if len(text) > _WHOLE_TEXT_MAX and rule != "secret.slack-webhook" else None):
+            tok = m.group(1)
+            body = _template_body(rule, tok)
+            if len(set(body)) == 1 and body[0].isalpha() and body[0] != "X":
+                add("secret.provider-template", "low", m.start(1), m.end(1),
+                    rule.split(".", 1)[1].replace("-", " ") + " shape filled with one repeated letter (a template)")
+            elif (rule == "secret.artifactory-key" and re.search(r"\d", body) and re.search(r"[A-Za-z]", body)
+                  and len(set(body)) >= 6 and not _periodic(body) and not _placeholder(body)):
+                add(rule, "medium", m.start(1), m.end(1), "artifactory credential (legacy shape)")
     for pat, needles, g, what in ((SQL_PW, ("identified", "IDENTIFIED", "Identified"), 2, "password in a SQL user statement"),
                                   (CURLOPT_PW, ("CURLOPT_",), 1, "credentials in a libcurl option"),
                                   (OAUTH2_BEARER, ("--oauth2-bearer",), 2, "bearer token on a curl command line")):
@@ -436,8 +478,6 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if pw.startswith(("$", "%", "{{", "<")):
             continue
         add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials before a host name (user:password@host)")
-    # U+0130 is the one character whose lower case is two characters long
-    low = (text.replace("\u0130", "I") if "\u0130" in text else text).lower()
     for m in _on_lines(CONN_STR, text, ("pwd", "password"), low):
         if _value_ok(m.group(1), quoted=False):
             add("secret.connection-string", "high", m.start(1), m.end(1), "password in connection string")

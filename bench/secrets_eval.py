@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Secrets scanner evaluation: dev by source, a fixed half-split of dev, independent sets, benign FPR.
+
+The dev split of ``../shared/bench-data/risk/secrets.dev.jsonl`` is cut into two halves by
+``sha256("secrets-half|" + id)`` (first byte even → half A, odd → half B). Rules are studied on
+half A only (``--show-misses`` prints half A's misses and false positives, never half B's), so
+half B's figures are an estimate of how the rules do on records nobody read — the closest stand-in
+for the hidden holdout. The independent sets (``bench/data/secrets-*.jsonl``, built by
+``bench/build_secrets_*.py`` from scanners that did not make the bench data) are reported as
+totals by source; ``--show-misses`` never prints their rows either.
+
+Also reported: documents of ``benign-docs.dev.jsonl`` with a secret finding, and the secret
+findings on the text files of ``../shared/corpus`` (listed by rule, value masked).
+
+Usage: ``python bench/secrets_eval.py [--show-misses] [--no-corpus]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+DATA = SHARED / "bench-data" / "risk"
+sys.path.insert(0, str(REPO))
+
+from kbwatch.plugins import scan_secrets  # noqa: E402
+
+INDEPENDENT = sorted((REPO / "bench" / "data").glob("secrets-*.jsonl"))
+TEXT_EXT = {".md", ".txt", ".csv", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env", ".properties",
+            ".xml", ".html", ".htm", ".py", ".sh", ".js", ".ts", ".go", ".java", ".rst", ".log", ".tsv", ".sql"}
+
+
+def half(rid: str) -> str:
+    return "A" if hashlib.sha256(("secrets-half|" + rid).encode()).digest()[0] % 2 == 0 else "B"
+
+
+def flagged(text: str) -> list:
+    return [f for f in scan_secrets.scan_text(text) if f.kind == "secret"]
+
+
+class T:
+    def __init__(self):
+        self.tp = self.fp = self.fn = self.tn = 0
+
+    def add(self, label, pred):
+        if label and pred:
+            self.tp += 1
+        elif label:
+            self.fn += 1
+        elif pred:
+            self.fp += 1
+        else:
+            self.tn += 1
+
+    def row(self, name):
+        pos, neg = self.tp + self.fn, self.fp + self.tn
+        r = f"{100 * self.tp / pos:.1f}% ({self.tp}/{pos})" if pos else "—"
+        p = f"{100 * self.tp / (self.tp + self.fp):.1f}% ({self.tp}/{self.tp + self.fp})" if self.tp + self.fp else "—"
+        f = f"{100 * self.fp / neg:.1f}% ({self.fp}/{neg})" if neg else "—"
+        return f"| {name} | {r} | {p} | {f} |"
+
+
+def source(r: dict) -> str:
+    return (r.get("subtype") or "").split(":")[0]
+
+
+def evaluate(rows, show: bool, key) -> list[str]:
+    tallies: dict[str, T] = defaultdict(T)
+    shown = []
+    for r in rows:
+        fs = flagged(r["text"])
+        pred = bool(fs)
+        for k in key(r):
+            tallies[k].add(r["label"], pred)
+        if show and half(r["id"]) == "A" and r.get("_dev") and bool(r["label"]) != pred:
+            shown.append(f"  {'MISS' if r['label'] else 'FP  '} {r['id']}: {r['text'][:240]!r} "
+                         f"{[(f.rule, f.excerpt[:60]) for f in fs][:2]}")
+    return [tallies[k].row(k) for k in sorted(tallies)] + shown
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--show-misses", action="store_true", help="print half A's misses / false positives (dev only)")
+    ap.add_argument("--no-corpus", action="store_true")
+    args = ap.parse_args(argv)
+    path = DATA / "secrets.dev.jsonl"
+    print("| set | recall | precision | FPR |\n|---|---|---|---|")
+    if path.exists():
+        dev = [dict(json.loads(line), _dev=True) for line in path.open(encoding="utf-8")]
+        print("\n".join(evaluate(dev, args.show_misses, lambda r: (
+            "dev all", f"dev half {half(r['id'])}", f"dev {source(r).replace('-fp', '')}",
+            f"dev half {half(r['id'])} {source(r).replace('-fp', '')}"))))
+    else:
+        print(f"(dev set {path} absent)")
+    for p in INDEPENDENT:
+        rows = [json.loads(line) for line in p.open(encoding="utf-8")]
+        name = p.stem.replace("secrets-", "")
+        print("\n".join(evaluate(rows, False, lambda r, n=name: (f"{n} all", f"{n} {source(r)}"))))
+    benign = DATA / "benign-docs.dev.jsonl"
+    if benign.exists():
+        n = hit = 0
+        for line in benign.open(encoding="utf-8"):
+            n += 1
+            hit += bool(flagged(json.loads(line)["text"]))
+        print(f"\nbenign-docs dev: {hit} of {n} documents with a secret finding")
+    corpus = SHARED / "corpus"
+    if not args.no_corpus and corpus.is_dir():
+        found = []
+        files = [p for p in sorted(corpus.rglob("*")) if p.is_file() and p.suffix.lower() in TEXT_EXT]
+        for p in files:
+            try:
+                text = p.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            for f in flagged(text):
+                found.append(f"  {p.relative_to(corpus)}:{f.line} {f.rule} {f.excerpt[:70]!r}")
+        print(f"corpus text files: {len(files)}, secret findings: {len(found)}")
+        print("\n".join(found))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

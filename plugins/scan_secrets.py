@@ -183,9 +183,10 @@ _KEYWORDS = (r"(?:passw(?:or)?d|passwd|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'
              r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|contrase[ñn]a|authorization)")
 _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥|安全密钥|密碼|金鑰|密鑰|權杖)"
 ASSIGN = re.compile(
-    r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?)(?:\[\])?\s*"
-    r"(?P<op>:=|=>|===|!==|==|!=|=|:|：|\s(?=[@]?[\"'`]))\s*@?"
-    r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)|(?P<uv>[^\s,;\"'`\n()]{1,200}(?:[ ][^\s,;\"'`\n]+){0,6}))",
+    r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?\]?)(?:\[\])?\s*"
+    r"(?P<op>:=|=>|->|===|!==|==|!=|=|:|：|\s(?=[@]?[\"'`]))\s*@?"
+    r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)"
+    r"|(?P<uv>[^\s,;\"'`\n()](?:[^\s,;\"'`\n()]|,(?=[^\s,;\"'`\n()])){0,199}(?:[ ][^\s,;\"'`\n]+){0,6}))",
     re.I)
 KEYWORD_FIND = re.compile(_KEYWORDS + "|" + _ZH_KEYS, re.I)
 KEYWORD_FIND_LOWER = re.compile(_KEYWORDS + "|" + _ZH_KEYS)  # on text.lower(): no IGNORECASE, much faster
@@ -195,6 +196,20 @@ REVERSE_ASSIGN = re.compile(r"([\"'`])(?P<qv>[^\"'`\n]{4,200})\1\s*(?:===|!==|==
 KEY_SUFFIX_ASSIGN = re.compile(
     r"(?i)(?<![\w.\-])(?P<key>[a-z][\w.\-]*[_\-.]key)(?P<kq>[\"'`]?)\s*(?::=|=>|=|:)\s*(?P<q>[\"'`]?)"
     r"(?P<v>[A-Za-z0-9_\-+/=.~]{16,200})(?P=q)(?![A-Za-z0-9_\-+/=.~])")
+# password.assign("…"), set_password("…"), setPassword("…"): a literal handed to a secret-named
+# call (not SQL's upper-case PASSWORD('…') hash function, nor get_/find_/load_… look-ups by name)
+CALL_ASSIGN = re.compile(r"(?<!\w)(?P<key>\w{0,40}?" + _KEYWORDS + r")(?:\.assign)?\(\s*(?P<q>[\"'])(?P<v>[^\"'\n]{1,200})(?P=q)\s*[,)]", re.I)
+_LOOKUP_CALL = re.compile(r"(?i)^(?:get|find|load|read|fetch|lookup|query|has|is|delete|remove|del|validate|prompt|ask|input)")
+# XML / .NET config: <password>…</password>, <add key="Password" value="…"/>, <property name="…" value="…"/>
+XML_ELEMENT = re.compile(r"<(?P<key>[\w:.\-]{0,40}" + _KEYWORDS + r"[\w:.\-]{0,40})(?:\s[^<>]{0,200})?>(?P<v>[^<>\n]{1,200})</(?P=key)\s*>", re.I)
+XML_ATTR = re.compile(r"(?i)\b(?:key|name)\s*=\s*(?P<kq>[\"'])(?P<key>[^\"'<>\n]{0,40}" + _KEYWORDS + r"[^\"'<>\n]{0,40})(?P=kq)"
+                      r"\s+value\s*=\s*(?P<q>[\"'])(?P<v>[^\"'<>\n]{1,200})(?P=q)")
+# command-line options: --password Tr0ub4dor3x (space-separated; --password=… is an assignment),
+# mysql -pTr0ub4dor3x, .netrc "machine host login user password …"
+CLI_OPTION = re.compile(r"(?i)(?<![\w-])--(?P<key>[\w-]{0,30}(?:password|passwd|pass|token|secret|api-?key|access-key)[\w-]{0,20})[ \t]+"
+                        r"(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{6,200})(?P=q)(?![^\s])")
+MYSQL_P = re.compile(r"\bmysql(?:dump|admin|import|sh|check)?\b[^\n]{0,200}?\s-p(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
+NETRC = re.compile(r"(?i)\bmachine\s+\S+\s+(?:login\s+\S+\s+)?password\s+(?P<v>\S{4,128})")
 ZH_ASSIGN = re.compile(_ZH_KEYS + r"(?:\s*(?:[:：=]|是|为|為)\s*)(?P<uv>[!-~]{4,128})")
 
 ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-/+.=])([A-Za-z0-9_\-+/]{20,100}={0,2})(?![A-Za-z0-9_\-/+=])")
@@ -547,6 +562,13 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if not quoted:
             if m.group("op").isspace():
                 continue
+            if "," in val:
+                head, tail = val.split(",", 1)
+                if re.match(r"[\w.\-]+\s*[=:]", tail):
+                    val = head  # password=abc,user=bob: a list of settings, not one value
+            nxt_ch = text[m.end("uv"):m.end("uv") + 1]
+            if val.endswith("[") or (nxt_ch in ("(", "[") and " " not in val):
+                continue  # an indirect reference: request.headers["X-Secret"], Token(user)
             first = val.split(" ")[0]
             if len(val.split(" ")) > 1 and not re.search(r"[_\-.]", key) and not key.islower():
                 val = first  # prose after a bare key: keep only the first token
@@ -566,6 +588,33 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             if (_value_ok(val, quoted=bool(m.group("q"))) and not _NEGATED_KEY.match(m.group("key"))
                     and re.search(r"\d", val) and re.search(r"[A-Za-z]", val) and not HASH_CONTEXT.search(m.group("key"))):
                 add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"value assigned to {m.group('key')[:30]}")
+    if "(" in text and KEYWORD_FIND_LOWER.search(low):
+        for m in _on_lines(CALL_ASSIGN, text, ("(",)):
+            key, val = m.group("key"), m.group("v")
+            if (_LOOKUP_CALL.match(key) or key.isupper() or _NOT_VALUE_KEY.search(key) or _NEGATED_KEY.match(key) or _SLUG.fullmatch(val)
+                    or CODE_REF.match(val) or val.startswith(("$", "{", "<", "%")) or not _value_ok(val, quoted=True)):
+                continue
+            add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"literal passed to {key[:30]}")
+    if "<" in text:
+        for pat in (XML_ELEMENT, XML_ATTR):
+            for m in _on_lines(pat, text, ("<",)):
+                key, val = m.group("key"), m.group("v").strip()
+                if _NOT_VALUE_KEY.search(key.strip()) or _NEGATED_KEY.match(key) or val.startswith(("$", "{", "%", "#{")):
+                    continue
+                if _value_ok(val, quoted=True) and not (" " in val and pat is XML_ELEMENT):
+                    vs = m.start("v") + m.group("v").index(val)
+                    add("secret.password-assignment", "high", vs, vs + len(val), f"value of {key[:30]}")
+    for pat, needles, what in ((CLI_OPTION, ("--",), "command-line option"), (MYSQL_P, ("mysql",), "mysql -p option"),
+                               (NETRC, ("machine",), ".netrc entry")):
+        for m in _on_lines(pat, text, needles):
+            val = m.group("v")
+            if val.startswith(("-", "$", "<", "{", "%", "/", "~", ".")) or not _value_ok(val, quoted=True):
+                continue
+            if pat is CLI_OPTION and (_NOT_VALUE_KEY.search(m.group("key")) or _NEGATED_KEY.match(m.group("key"))
+                                      or _SLUG.fullmatch(val) or CODE_REF.match(val)
+                                      or not (re.search(r"\d|[^\w]", val) or (val != val.lower() and val != val.upper()))):
+                continue
+            add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
     for m in ZH_ASSIGN.finditer(text):
         val = m.group("uv").rstrip("。，,.;；")
         if _value_ok(val, quoted=False) and not CODE_REF.match(val):

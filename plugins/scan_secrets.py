@@ -143,6 +143,23 @@ DS_SHAPES: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
 ]
 
 
+# Keyed provider shapes as detect-secrets defines them (its build_assignment_regex: optional [ and
+# quotes around the key, = : := => :: or spaces, optional quotes around the value), flagged on shape
+# alone: Cloudant (24 lower-case letters or 64 hex), IBM Cloud IAM (44 token characters), SoftLayer
+# (64 lower-case alphanumerics). Their typed test values (abcdefghij…, abcd1234…) pass, as in
+# detect-secrets; a value one character longer or shorter does not.
+_DS_ASSIGN = r"(?:(?<=\W)|^)\[?[\"']?(?:{p})[_\-]?(?:{k})[\"']?\]? *(?:=|:|:=|=>| +|::) *[\"']?"
+DS_KEYED: list[tuple[str, re.Pattern, str]] = [
+    ("secret.cloudant-key", re.compile(_DS_ASSIGN.format(p=r"cloudant|clou|cl", k=r"(?:api)?(?:key|pwd|pw|password|pass|token)")
+                                       + r"([0-9a-f]{64}|[a-z]{24})(?![A-Za-z0-9])", re.I | re.M), "cl"),
+    ("secret.ibm-cloud-iam-key", re.compile(_DS_ASSIGN.format(
+        p=r"ibm[_\-]?cloud[_\-]?iam|cloud[_\-]?iam|ibm[_\-]?cloud|ibm[_\-]?iam|ibm|iam", k=r"(?:api)?(?:key|pwd|password|pass|token)")
+        + r"([a-zA-Z0-9_\-]{44})(?![a-zA-Z0-9_\-])", re.I | re.M), "i"),
+    ("secret.softlayer-key", re.compile(_DS_ASSIGN.format(p=r"softlayer|sl", k=r"(?:api)?(?:key|pwd|password|pass|token)")
+                                        + r"([a-z0-9]{64})(?![A-Za-z0-9])", re.I | re.M), "l"),
+]
+
+
 def _template_body(rule: str, tok: str) -> str:
     """The part of a provider-shaped token after its fixed prefix (the id letters of a webhook)."""
     if rule == "secret.slack-webhook":
@@ -236,6 +253,13 @@ CODE_REF = re.compile(r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*(?:\(\))?$|^[A-Za-z_]\w*
                       r"^(?:os\.environ|process\.env|getenv|env)\b")
 
 
+# key names that detect-secrets' keyword plugin flags whatever the value's length (its DENYLIST,
+# plus pass/pw): password-like. Other secret names (token, access_key, credentials) take gitleaks'
+# generic-api-key floor on the value instead.
+_DS_KEY = re.compile(r"(?i)api[_\-.]?key|apikey|auth[_\-.]?key|service[_\-.]?key|account[_\-.]?key|db[_\-.]?key|database[_\-.]?key|"
+                     r"priv(?:ate)?[_\-.]?key|client[_\-.]?key|db[_\-.]?pass|database[_\-.]?pass|key[_\-.]?pass|passw(?:or)?d|pwd|"
+                     r"secret|contrase|pass(?![a-z])|pw(?![a-z])|authorization")
+_ZH_KEY = re.compile(_ZH_KEYS)
 _NEGATED_KEY = re.compile(r"(?i)^(?:not|no|non|is|has|use|enable|disable)[_\-]")
 _AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey")
 _SLUG = re.compile(r"[a-z]{3,}(?:[\-_][a-z]{3,})+")
@@ -466,6 +490,11 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             elif (rule == "secret.artifactory-key" and re.search(r"\d", body) and re.search(r"[A-Za-z]", body)
                   and len(set(body)) >= 6 and not _periodic(body) and not _placeholder(body)):
                 add(rule, "medium", m.start(1), m.end(1), "artifactory credential (legacy shape)")
+    for rule, pat, needle in DS_KEYED:
+        for m in _on_lines(pat, text, (needle,), low):
+            val = m.group(1)
+            if not _sequential(val) and len(set(val)) > 4:
+                add(rule, "high", m.start(1), m.end(1), rule.split(".", 1)[1].replace("-", " ") + " (keyed shape)")
     for pat, needles, g, what in ((SQL_PW, ("identified", "IDENTIFIED", "Identified"), 2, "password in a SQL user statement"),
                                   (CURLOPT_PW, ("CURLOPT_",), 1, "credentials in a libcurl option"),
                                   (OAUTH2_BEARER, ("--oauth2-bearer",), 2, "bearer token on a curl command line")):
@@ -564,7 +593,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue
             if "," in val:
                 head, tail = val.split(",", 1)
-                if re.match(r"[\w.\-]+\s*[=:]", tail):
+                if re.match(r"[A-Za-z_][\w.\-]*\s*[=:]", tail):
                     val = head  # password=abc,user=bob: a list of settings, not one value
             nxt_ch = text[m.end("uv"):m.end("uv") + 1]
             if val.endswith("[") or (nxt_ch in ("(", "[") and " " not in val):
@@ -576,6 +605,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue
             if _SLUG.fullmatch(val):
                 continue  # lower-case words joined by - or _ ("shorter-version"): an identifier
+        if not _DS_KEY.search(key) and not _ZH_KEY.search(key) and (len(val) < 10 or shannon(val) < 3.5):
+            continue  # token / access_key / credentials: gitleaks' generic floor (≥ 10 characters, entropy ≥ 3.5)
         if _value_ok(val, quoted=quoted):
             sev = "high" if (quoted or len(val) >= 8) else "medium"
             add("secret.password-assignment", sev, start, start + len(val), f"value assigned to {key[:30]}")

@@ -279,12 +279,16 @@ def _alpha_run(v: str, n: int = 6) -> bool:
     return any(low[i:i + n] in _ALPHA for i in range(len(low) - n + 1) if low[i].isalpha())
 
 
+_RUN = re.compile(r"(.)\1{7,}")
 _WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}(?![a-z])")
 
 
 def _wordy(v: str) -> bool:
     """CamelCase / snake_case word concatenations (CSS classes, identifiers), not random tokens."""
-    covered = sum(len(m.group()) for m in _WORDY.finditer(v) if re.search(r"[aeiouy]", m.group(), re.I))
+    # a word is a letter run with a vowel that a digit does not touch: in a generated token
+    # (rtjjpu7wkpum3…) letter runs are cut by digits; in an identifier by case, "_", "-" or "."
+    covered = sum(len(m.group()) for m in _WORDY.finditer(v) if re.search(r"[aeiouy]", m.group(), re.I)
+                  and not v[m.start() - 1:m.start()].isdigit() and not v[m.end():m.end() + 1].isdigit())
     return covered >= 0.6 * len(v)
 
 
@@ -535,7 +539,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if rid in OWN_RULES:
             continue
         tok = text[gs:ge]
-        if _wordy(tok[6:]) or _periodic(tok) or _placeholder(tok) or _placeholder(tok[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3 or _alpha_run(tok, 8):
+        # a run the format itself holds (Twitter bearer / Dropbox long-lived tokens: AAAAAAAAAA…) is
+        # not a placeholder unless it fills a large part of the token
+        bare = _RUN.sub(lambda r: r.group() if len(r.group()) >= 0.4 * len(tok) else "", tok)
+        if _wordy(tok[6:]) or _periodic(tok) or _placeholder(bare) or _placeholder(bare[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3 or _alpha_run(tok, 8):
             continue  # a dummy of this shape; the generic rules may still judge the line
         add("secret." + rid, "high", gs, ge, rid.replace("-", " ") + " (gitleaks rule)")
     kw_iter = KEYWORD_FIND_LOWER.finditer(low) if len(low) == len(text) else KEYWORD_FIND.finditer(text)

@@ -153,9 +153,10 @@ DS_KEYED: list[tuple[str, re.Pattern, str]] = [
     ("secret.cloudant-key", re.compile(_DS_ASSIGN.format(p=r"cloudant|clou|cl", k=r"(?:api)?(?:key|pwd|pw|password|pass|token)")
                                        + r"([0-9a-f]{64}|[a-z]{24})(?![A-Za-z0-9])", re.I | re.M), "cl"),
     ("secret.ibm-cloud-iam-key", re.compile(_DS_ASSIGN.format(
-        p=r"ibm[_\-]?cloud[_\-]?iam|cloud[_\-]?iam|ibm[_\-]?cloud|ibm[_\-]?iam|ibm|iam", k=r"(?:api)?(?:key|pwd|password|pass|token)")
+        p=r"(?:ibm[_\-]?cloud[_\-]?iam|cloud[_\-]?iam|ibm[_\-]?cloud|ibm[_\-]?iam|ibm|iam|cloud)[_\-]?(?:api)?",
+        k=r"key|pwd|password|pass|token")
         + r"([a-zA-Z0-9_\-]{44})(?![a-zA-Z0-9_\-])", re.I | re.M), "i"),
-    ("secret.softlayer-key", re.compile(_DS_ASSIGN.format(p=r"softlayer|sl", k=r"(?:api)?(?:key|pwd|password|pass|token)")
+    ("secret.softlayer-key", re.compile(_DS_ASSIGN.format(p=r"(?:softlayer|sl)[_\-]?(?:api)?", k=r"key|pwd|password|pass|token")
                                         + r"([a-z0-9]{64})(?![A-Za-z0-9])", re.I | re.M), "l"),
 ]
 
@@ -527,8 +528,11 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue
         add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials before a host name (user:password@host)")
     for m in _on_lines(CONN_STR, text, ("pwd", "password"), low):
-        if _value_ok(m.group(1), quoted=False):
-            add("secret.connection-string", "high", m.start(1), m.end(1), "password in connection string")
+        val = m.group(1)
+        if "," in val and re.match(r"[A-Za-z_][\w\-]+(?:\.[\w\-]+)*\s*[=:]", val.split(",", 1)[1]):
+            val = val.split(",", 1)[0]  # password=abc,user=bob: a list of settings
+        if _value_ok(val, quoted=False):
+            add("secret.connection-string", "high", m.start(1), m.start(1) + len(val), "password in connection string")
     for m in (CURL.finditer(text) if "curl" in text and (" -u" in text or "--user" in text) else ()):
         g = 3 if m.group(3) is not None else 7
         pw = m.group(g)
@@ -600,7 +604,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue
             if "," in val:
                 head, tail = val.split(",", 1)
-                if re.match(r"[A-Za-z_][\w.\-]*\s*[=:]", tail):
+                if re.match(r"[A-Za-z_][\w\-]+(?:\.[\w\-]+)*\s*[=:]", tail):
                     val = head  # password=abc,user=bob: a list of settings, not one value
             nxt_ch = text[m.end("uv"):m.end("uv") + 1]
             if val.endswith("[") or (nxt_ch in ("(", "[") and " " not in val):

@@ -1,0 +1,137 @@
+"""Secret kinds added for issue 15's hidden-half targets, each with benign look-alikes.
+
+Kinds: detect-secrets provider shapes filled with one letter (``secret.provider-template``),
+detect-secrets keyed shapes (Cloudant, IBM Cloud IAM, SoftLayer), keyword values in XML
+elements/attributes, in secret-named calls, on command lines (``--password V``, ``mysql -pV``,
+``.netrc``), after ``data["password"] =`` and ``->``, unquoted values with glued commas; the
+filters that keep look-alikes out (indirect references, gitleaks' generic floor for
+token/access-key names, identifiers vs generated lower-case tokens, long runs a format holds).
+Fake values are built by concatenation so that the file itself holds no secret literal.
+"""
+
+import pytest
+
+from kbwatch.pipeline.model import ParsedDocument
+from kbwatch.plugins import scan_secrets
+
+PW = "Tr0ub4" + "dor&3x"
+PW2 = "Tr0ub4" + "dor3x9"  # no shell metacharacter: for command lines
+HEX64 = "6d2fabeb6add229b" + "c199faba28fd3efb" + "57df0bd3a91c4e72" + "58b0e6d13f9a2c47"
+RAND = "q7vx2mk9" + "pl4st8wn" + "3bz6r5yc" + "1hj0ud9e" + "g2fa"  # 36 lower-case alphanumerics
+
+
+def findings(text):
+    return [f for f in scan_secrets.kb_scan(document=ParsedDocument(markdown=text), settings={}) if f.kind == "secret"]
+
+
+def rules(text):
+    return {f.rule for f in findings(text)}
+
+
+@pytest.mark.parametrize("text", [
+    "AKC" + "x" * 10,
+    'X-JFrog-Art-Api: "AP6' + "x" * 10 + '"',
+    "SK" + "x" * 32,
+    "AC" + "z" * 32,
+    "A3T0" + "Z" * 16,
+    "https://hooks.slack.com/services/T" + "x" * 8 + "/B" + "x" * 8 + "/" + "x" * 24,
+])
+def test_provider_template(text):
+    fs = findings(text)
+    assert [f.rule for f in fs] == ["secret.provider-template"], text
+    assert fs[0].severity == "low"
+
+
+@pytest.mark.parametrize("text", [
+    "lowEntropy := AKCp" + "X" * 69,              # all-caps XXXX: the redaction convention
+    "ghs_" + "x" * 36,                            # a gitleaks-only shape filled with x
+    "glptt-" + "x" * 40,
+    "AKIA" + "X" * 16,
+    "Our APEXLEGENDS team",                        # AP + hex letter + 8 letters: a word
+    "ACME" + "x" * 30,                             # not 32 after the prefix, not the shape
+])
+def test_provider_template_look_alikes(text):
+    assert not findings(text), text
+
+
+@pytest.mark.parametrize("text,rule", [
+    ('cloudant_key = "' + "abcdefghij" * 2 + 'abcd"', "secret.cloudant-key"),
+    ("clou-apipw: " + HEX64, "secret.cloudant-key"),
+    ('"iam_api_key" : "' + "abcd1234" * 5 + '--__"', "secret.ibm-cloud-iam-key"),
+    ("softlayer_api_key = " + HEX64[::-1], "secret.softlayer-key"),
+])
+def test_detect_secrets_keyed_shapes(text, rule):
+    assert rule in rules(text), text
+
+
+@pytest.mark.parametrize("text", [
+    'cloudant_key = "' + "abcdefghij" * 2 + 'abcde"',   # 25 letters: not the shape
+    'cloudant_url = "' + "abcdefghij" * 2 + 'abcd"',    # not a key name
+    'ibm_cloud_name = "' + "abcd1234" * 5 + '--__"',
+])
+def test_detect_secrets_keyed_look_alikes(text):
+    assert not {r for r in rules(text) if r in ("secret.cloudant-key", "secret.ibm-cloud-iam-key", "secret.softlayer-key")}
+
+
+@pytest.mark.parametrize("text", [
+    f"<password>{PW}</password>",
+    f'<db:Password type="plain">{PW}</db:Password>',
+    f'<add key="Password" value="{PW}" />',
+    f"<property name='jdbc.password' value='{PW}'/>",
+    f'password.assign("{PW}")',
+    f'client.set_password("{PW}", user)',
+    f'setPassword("{PW}");',
+    f"pg_dump --password {PW2} mydb",
+    f"mysql -u root -p{PW2} shop",
+    f"machine api.example.net login deploy password {PW}",
+    f'data["password"] = "{PW}"',
+    f"config['secret'] = '{PW}'",
+    f'password -> "{PW}"',
+    "password = Q,w.e:r-t@y",
+    "token: 9fK2mQ7x" + "Lp4Rz8Wt",
+    "lin_api_" + RAND + "w8k3",                      # gitleaks linear-api-key: lower-case and digits
+    "twitter_bearer = " + "A" * 22 + "4wLZiYJlEqWW6MWerDeoS1PAjsOnuwpNwp2f2t8IxwdDj8gp3wi4AbZk9" + "Qm7Rt2Xv9Lp4Nc8Hs3Kd"
+     + "b6Wy1Fg5",
+])
+def test_keyword_syntaxes(text):
+    assert findings(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "<password></password>",
+    "<passwordPolicy>strict</passwordPolicy>",
+    '<add key="PasswordLength" value="12" />',
+    "<password>${DB_PASSWORD}</password>",
+    "<secret>true</secret>",
+    "<token>Please enter the token here</token>",
+    'get_password("alice")',
+    "SET PASSWORD = PASSWORD('x');",
+    "password(user)",
+    "pg_dump --password-file /etc/pgpass mydb",
+    "Use the --password flag to be prompted.",
+    "mysql -u root -p shop",
+    "curl --token $TOKEN https://api.example.net",
+    "secret = request.headers[\"X-Secret\"]",
+    "token = Token(user)",
+    "password=abc,user=bob",
+    "SUMO_ACCESS_KEY: Ab3De9",
+    "access_token: abc12",
+    "gloas-" + "checking_Length-Is-_exactly_64--Xchecking_Length-Is-_longer_longer",
+])
+def test_keyword_look_alikes(text):
+    assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])
+
+
+@pytest.mark.parametrize("text,secret", [
+    ("AKC" + "x" * 10, "AKC" + "x" * 10),
+    (f"<password>{PW}</password>", PW),
+    (f"mysql -u root -p{PW2} shop", PW2),
+    (f"machine h login u password {PW}", PW),
+    ('cloudant_key = "' + "abcdefghij" * 2 + 'abcd"', "abcdefghij" * 2 + "abcd"),
+])
+def test_new_kinds_never_show_more_than_6_chars(text, secret):
+    fs = findings(text)
+    assert fs
+    for f in fs:
+        for i in range(len(secret) - 6):
+            assert secret[i:i + 7] not in f.excerpt and secret[i:i + 7] not in f.message

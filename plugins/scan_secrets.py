@@ -74,8 +74,10 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.npm-token", "high", re.compile(_B + r"(npm_[A-Za-z0-9]{36})" + _E), 1),
     ("secret.pypi-token", "high", re.compile(_B + r"(pypi-AgE[A-Za-z0-9_\-]{50,})"), 1),
     ("secret.sendgrid-key", "high", re.compile(_B + r"(SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43})" + _E), 1),
-    ("secret.mailchimp-key", "high", re.compile(_B + r"([0-9a-f]{32}-us\d{1,2})" + _E), 1),
-    ("secret.telegram-bot-token", "high", re.compile(r"(?<![\w:])(\d{8,10}:AA[A-Za-z0-9_\-]{32,33})" + _E), 1),
+    # detect-secrets' charsets: Mailchimp [0-9a-z]{32}-usN, Telegram without the "AA" gitleaks expects,
+    # Twilio AC/SK + 32 lower-case alphanumerics (generated-looking values only: see _provider_ok)
+    ("secret.mailchimp-key", "high", re.compile(_B + r"([0-9a-z]{32}-us\d{1,2})" + _E), 1),
+    ("secret.telegram-bot-token", "high", re.compile(r"(?<![\w:])(\d{8,10}:[A-Za-z0-9_\-]{34,35})" + _E), 1),
     ("secret.discord-bot-token", "high", re.compile(_B + r"([MNOA][A-Za-z\d_\-]{23,25}\.[A-Za-z\d_\-]{6}\.[A-Za-z\d_\-]{27,38})(?![\w-])"), 1),
     ("secret.square-token", "high", re.compile(_B + r"(sq0(?:csp|atp)-[0-9A-Za-z\\\-_]{22,43})"), 1),
     ("secret.facebook-token", "high", re.compile(_B + r"(EAA[MC][A-Za-z0-9]{80,}|\d{15,16}(?:\||%7C)[0-9A-Za-z\-_]{27})" + _E), 1),
@@ -84,7 +86,7 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.onepassword-token", "high", re.compile(_B + r"(ops_eyJ[A-Za-z0-9+/=_\-]{100,})"), 1),
     ("secret.vault-token", "high", re.compile(_B + r"(hvs\.[A-Za-z0-9_\-]{90,}|hvb\.[A-Za-z0-9_\-]{90,})"), 1),
     ("secret.artifactory-key", "high", re.compile(_B + r"(AKCp[A-Za-z0-9]{69}|cmVmd[A-Za-z0-9]{59})" + _E), 1),
-    ("secret.twilio-key", "high", re.compile(_B + r"((?:AC|SK)[0-9a-f]{32})" + _E), 1),
+    ("secret.twilio-key", "high", re.compile(_B + r"((?:AC|SK)[0-9a-z]{32})" + _E), 1),
     ("secret.softlayer-key", "high", re.compile(r"api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/([a-z0-9]{64})" + _E, re.I), 1),
     ("secret.intra42-secret", "high", re.compile(_B + r"(s-s4t2(?:ud|af)-[a-f0-9]{64})" + _E), 1),
 ]
@@ -112,7 +114,7 @@ PROVIDER_GATES: dict[str, tuple[str, ...]] = {
     "secret.pypi-token": ("pypi-AgE",),
     "secret.sendgrid-key": ("SG.",),
     "secret.mailchimp-key": ("-us",),
-    "secret.telegram-bot-token": (":AA",),
+    "secret.telegram-bot-token": (":",),
     "secret.square-token": ("sq0",),
     "secret.discord-bot-token": (".x.",),  # set by _DISCORD_GATE
     "secret.facebook-token": ("EAA", "|", "%7C"),
@@ -146,7 +148,7 @@ DS_SHAPES: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
 # Keyed provider shapes as detect-secrets defines them (its build_assignment_regex: optional [ and
 # quotes around the key, = : := => :: or spaces, optional quotes around the value), flagged on shape
 # alone: Cloudant (24 lower-case letters or 64 hex), IBM Cloud IAM (44 token characters), SoftLayer
-# (64 lower-case alphanumerics). Their typed test values (abcdefghij…, abcd1234…) pass, as in
+# (64 lower-case alphanumerics), AWS secret access keys (40 base64 characters quoted after aws…key). Their typed test values (abcdefghij…, abcd1234…) pass, as in
 # detect-secrets; a value one character longer or shorter does not.
 _DS_ASSIGN = r"(?:(?<=\W)|^)\[?[\"']?(?:{p})[_\-]?(?:{k})[\"']?\]? *(?:=|:|:=|=>| +|::) *[\"']?"
 DS_KEYED: list[tuple[str, re.Pattern, str]] = [
@@ -156,9 +158,19 @@ DS_KEYED: list[tuple[str, re.Pattern, str]] = [
         p=r"(?:ibm[_\-]?cloud[_\-]?iam|cloud[_\-]?iam|ibm[_\-]?cloud|ibm[_\-]?iam|ibm|iam|cloud)[_\-]?(?:api)?",
         k=r"key|pwd|password|pass|token")
         + r"([a-zA-Z0-9_\-]{44})(?![a-zA-Z0-9_\-])", re.I | re.M), "i"),
+    ("secret.aws-secret-key", re.compile(r"(?i)aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"]([0-9a-zA-Z/+]{40})['\"]"), "aws"),
     ("secret.softlayer-key", re.compile(_DS_ASSIGN.format(p=r"(?:softlayer|sl)[_\-]?(?:api)?", k=r"key|pwd|password|pass|token")
                                         + r"([a-z0-9]{64})(?![A-Za-z0-9])", re.I | re.M), "l"),
 ]
+
+
+_LOOSE_CHARSET = frozenset({"secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key"})
+
+
+def _provider_ok(body: str) -> bool:
+    """A provider body from a wide charset looks generated: letters and digits, varied, not typed."""
+    return (bool(re.search(r"\d", body)) and bool(re.search(r"[A-Za-z]", body)) and len(set(body)) >= 10
+            and not _periodic(body) and not _alpha_run(body) and shannon(body) >= 3.2)
 
 
 def _template_body(rule: str, tok: str) -> str:
@@ -480,6 +492,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 if nums and all(_sequential(x) for x in nums):
                     rejected.append((m.start(g), m.end(g)))
                     continue  # xoxp-1234-1234-1234-…: dummy ids
+            if rule in _LOOSE_CHARSET and not _provider_ok(
+                    tok.split(":")[-1] if rule == "secret.telegram-bot-token" else tok[:32] if rule == "secret.mailchimp-key" else tok[2:]):
+                continue
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
     # U+0130 is the one character whose lower case is two characters long
     low = (text.replace("\u0130", "I") if "\u0130" in text else text).lower()

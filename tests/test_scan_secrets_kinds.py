@@ -135,3 +135,23 @@ def test_new_kinds_never_show_more_than_6_chars(text, secret):
     for f in fs:
         for i in range(len(secret) - 6):
             assert secret[i:i + 7] not in f.excerpt and secret[i:i + 7] not in f.message
+
+
+@pytest.mark.parametrize("text,rule", [
+    (RAND[:32] + "-us12", "secret.mailchimp-key"),                     # detect-secrets' [0-9a-z]{32}, not only hex
+    ("7213808860:" + "BBH1bjqpKKW3maRSPAxzIU-0v6xNuq2-NjM", "secret.telegram-bot-token"),  # no "AA"
+    ("SK" + RAND[:32], "secret.twilio-key"),
+    ('aws_secret_key = "' + "wJa1rXUtnFEMI/K7MDENG/bPxRfiCYzq" + "Ab3dE5fG" + '"', "secret.aws-secret-key"),
+])
+def test_detect_secrets_charsets(text, rule):
+    assert rule in rules(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "AC" + "knowledgementsofthecontributors",      # 32 letters, no digit: a word run
+    "12345678:" + "abcdefghijklmnopqrstuvwxyzabcdefgh",  # typed alphabet
+    "a" * 32 + "-us1",
+    'aws_region = "' + "us-east-1" + '"',
+])
+def test_detect_secrets_charsets_look_alikes(text):
+    assert not findings(text), text

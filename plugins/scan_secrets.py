@@ -151,16 +151,16 @@ DS_SHAPES: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
 # (64 lower-case alphanumerics), AWS secret access keys (40 base64 characters quoted after aws…key). Their typed test values (abcdefghij…, abcd1234…) pass, as in
 # detect-secrets; a value one character longer or shorter does not.
 _DS_ASSIGN = r"(?:(?<=\W)|^)\[?[\"']?(?:{p})[_\-]?(?:{k})[\"']?\]? *(?:=|:|:=|=>| +|::) *[\"']?"
-DS_KEYED: list[tuple[str, re.Pattern, str]] = [
+DS_KEYED: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
     ("secret.cloudant-key", re.compile(_DS_ASSIGN.format(p=r"cloudant|clou|cl", k=r"(?:api)?(?:key|pwd|pw|password|pass|token)")
-                                       + r"([0-9a-f]{64}|[a-z]{24})(?![A-Za-z0-9])", re.I | re.M), "cl"),
+                                       + r"([0-9a-f]{64}|[a-z]{24})(?![A-Za-z0-9])", re.I | re.M), ("key", "pw", "pass", "token")),
     ("secret.ibm-cloud-iam-key", re.compile(_DS_ASSIGN.format(
         p=r"(?:ibm[_\-]?cloud[_\-]?iam|cloud[_\-]?iam|ibm[_\-]?cloud|ibm[_\-]?iam|ibm|iam|cloud)[_\-]?(?:api)?",
         k=r"key|pwd|password|pass|token")
-        + r"([a-zA-Z0-9_\-]{44})(?![a-zA-Z0-9_\-])", re.I | re.M), "i"),
-    ("secret.aws-secret-key", re.compile(r"(?i)aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"]([0-9a-zA-Z/+]{40})['\"]"), "aws"),
+        + r"([a-zA-Z0-9_\-]{44})(?![a-zA-Z0-9_\-])", re.I | re.M), ("key", "pwd", "pass", "token")),
+    ("secret.aws-secret-key", re.compile(r"(?i)aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"]([0-9a-zA-Z/+]{40})['\"]"), ("aws",)),
     ("secret.softlayer-key", re.compile(_DS_ASSIGN.format(p=r"(?:softlayer|sl)[_\-]?(?:api)?", k=r"key|pwd|password|pass|token")
-                                        + r"([a-z0-9]{64})(?![A-Za-z0-9])", re.I | re.M), "l"),
+                                        + r"([a-z0-9]{64})(?![A-Za-z0-9])", re.I | re.M), ("key", "pwd", "pass", "token")),
 ]
 
 
@@ -228,7 +228,8 @@ KEY_SUFFIX_ASSIGN = re.compile(
     r"(?P<v>[A-Za-z0-9_\-+/=.~]{16,200})(?P=q)(?![A-Za-z0-9_\-+/=.~])")
 # password.assign("…"), set_password("…"), setPassword("…"): a literal handed to a secret-named
 # call (not SQL's upper-case PASSWORD('…') hash function, nor get_/find_/load_… look-ups by name)
-CALL_ASSIGN = re.compile(r"(?<!\w)(?P<key>\w{0,40}?" + _KEYWORDS + r")(?:\.assign)?\(\s*(?P<q>[\"'])(?P<v>[^\"'\n]{1,200})(?P=q)\s*[,)]", re.I)
+# (tried right after each keyword hit that a "(" follows: the key ends with the keyword)
+CALL_ARGS = re.compile(r"(?:\.assign)?\(\s*(?P<q>[\"'])(?P<v>[^\"'\n]{1,200})(?P=q)\s*[,)]")
 _LOOKUP_CALL = re.compile(r"(?i)^(?:get|find|load|read|fetch|lookup|query|has|is|delete|remove|del|validate|prompt|ask|input)")
 # XML / .NET config: <password>…</password>, <add key="Password" value="…"/>, <property name="…" value="…"/>
 XML_ELEMENT = re.compile(r"<(?P<key>[\w:.\-]{0,40}" + _KEYWORDS + r"[\w:.\-]{0,40})(?:\s[^<>]{0,200})?>(?P<v>[^<>\n]{1,200})</(?P=key)\s*>", re.I)
@@ -501,7 +502,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     for rule, pat, gates in DS_SHAPES:
         if not any(x in (low if rule == "secret.slack-webhook" else text) for x in gates):
             continue
-        for m in _provider_matches(pat, text, gates if len(text) > _WHOLE_TEXT_MAX and rule != "secret.slack-webhook" else None):
+        for m in _provider_matches(pat, text, gates if rule != "secret.slack-webhook" else None):
             tok = m.group(1)
             body = _template_body(rule, tok)
             if len(set(body)) == 1 and body[0].isalpha() and body[0] != "X":
@@ -510,8 +511,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             elif (rule == "secret.artifactory-key" and re.search(r"\d", body) and re.search(r"[A-Za-z]", body)
                   and len(set(body)) >= 6 and not _periodic(body) and not _placeholder(body)):
                 add(rule, "medium", m.start(1), m.end(1), "artifactory credential (legacy shape)")
-    for rule, pat, needle in DS_KEYED:
-        for m in _on_lines(pat, text, (needle,), low):
+    for rule, pat, needles in DS_KEYED:
+        for m in _on_lines(pat, text, needles, low):
             val = m.group(1)
             if not _sequential(val) and len(set(val)) > 4:
                 add(rule, "high", m.start(1), m.end(1), rule.split(".", 1)[1].replace("-", " ") + " (keyed shape)")
@@ -568,7 +569,13 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     # ASSIGN is tried only where a key containing a keyword starts (the start of the identifier
     # around each keyword hit), not at every position of the line: linear in the text size
     starts: list[tuple[int, int]] = []
+    calls: list[tuple[int, int]] = []  # (key start, keyword end) where "(" follows a keyword
     for km in kw_iter:
+        if text[km.end():km.end() + 1] in ("(", ".") and "(" in text[km.end():km.end() + 8]:
+            cs = km.start()
+            while cs > max(0, km.start() - 40) and (text[cs - 1].isalnum() or text[cs - 1] == "_"):
+                cs -= 1
+            calls.append((cs, km.end()))
         ks = km.start()
         # a key name is short: never walk back over a whole paragraph (CJK text has no spaces)
         floor = max(0, ks - (ZH_KEY_MAX if ks and ord(text[ks - 1]) >= 0x2E80 else KEY_MAX))
@@ -645,9 +652,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             if (_value_ok(val, quoted=bool(m.group("q"))) and not _NEGATED_KEY.match(m.group("key"))
                     and re.search(r"\d", val) and re.search(r"[A-Za-z]", val) and not HASH_CONTEXT.search(m.group("key"))):
                 add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"value assigned to {m.group('key')[:30]}")
-    if "(" in text and KEYWORD_FIND_LOWER.search(low):
-        for m in _on_lines(CALL_ASSIGN, text, ("(",)):
-            key, val = m.group("key"), m.group("v")
+    for cs, ce in calls:
+        m = CALL_ARGS.match(text, ce)
+        if m is not None:
+            key, val = text[cs:ce], m.group("v")
             if (_LOOKUP_CALL.match(key) or key.isupper() or _NOT_VALUE_KEY.search(key) or _NEGATED_KEY.match(key) or _SLUG.fullmatch(val)
                     or CODE_REF.match(val) or val.startswith(("$", "{", "<", "%")) or not _value_ok(val, quoted=True)):
                 continue

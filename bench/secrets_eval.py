@@ -12,7 +12,12 @@ totals by source; ``--show-misses`` never prints their rows either.
 Also reported: documents of ``benign-docs.dev.jsonl`` with a secret finding, and the secret
 findings on the text files of ``../shared/corpus`` (listed by rule, value masked).
 
-Usage: ``python bench/secrets_eval.py [--show-misses] [--no-corpus]``.
+``--synthetic``: for every gitleaks rule kbwatch carries as data, up to 8 random strings drawn from
+the rule's own regex (``rstr``, seed 7) that gitleaks' matcher accepts (regex, entropy floor,
+allowlists); the share the whole scanner flags shows what kbwatch's placeholder/identifier filters
+drop from shapes no one hand-picked.
+
+Usage: ``python bench/secrets_eval.py [--show-misses] [--no-corpus] [--synthetic]``.
 """
 
 from __future__ import annotations
@@ -84,10 +89,46 @@ def evaluate(rows, show: bool, key) -> list[str]:
     return [tallies[k].row(k) for k in sorted(tallies)] + shown
 
 
+def synthetic(per_rule: int = 8) -> list[str]:
+    try:
+        import rstr
+    except ImportError:
+        return ["(--synthetic needs rstr: pip install rstr)"]
+    import random
+
+    from kbwatch.plugins.scanning import gitleaks
+
+    gen = rstr.Rstr(random.Random(7))
+    data = json.loads(gitleaks.DATA.read_text(encoding="utf-8"))
+    total = hit = 0
+    missed: dict[str, int] = defaultdict(int)
+    for d in data["rules"]:
+        n = 0
+        for _ in range(60):
+            if n >= per_rule:
+                break
+            try:
+                s = gen.xeger(d["regex"]).replace("\n", " ").replace("\r", " ")
+            except Exception:  # noqa: BLE001 - a construct rstr cannot draw from
+                break
+            if not s.isascii() or not any(r == d["id"] for r, _, _ in gitleaks.matches(s)):
+                continue
+            n += 1
+            total += 1
+            if flagged(s):
+                hit += 1
+            else:
+                missed[d["id"]] += 1
+    out = [f"\nsynthetic gitleaks shapes: {hit} of {total} flagged ({100 * hit / max(total, 1):.1f}%); "
+           f"missed by rule: " + ", ".join(f"{k} {v}" for k, v in sorted(missed.items(), key=lambda kv: -kv[1]))]
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--show-misses", action="store_true", help="print half A's misses / false positives (dev only)")
     ap.add_argument("--no-corpus", action="store_true")
+    ap.add_argument("--synthetic", action="store_true", help="random samples of each gitleaks rule's regex (needs rstr)")
     args = ap.parse_args(argv)
     path = DATA / "secrets.dev.jsonl"
     print("| set | recall | precision | FPR |\n|---|---|---|---|")
@@ -122,6 +163,8 @@ def main(argv=None) -> int:
                 found.append(f"  {p.relative_to(corpus)}:{f.line} {f.rule} {f.excerpt[:70]!r}")
         print(f"corpus text files: {len(files)}, secret findings: {len(found)}")
         print("\n".join(found))
+    if args.synthetic:
+        print("\n".join(synthetic()))
     return 0
 
 

@@ -258,7 +258,7 @@ UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]
 HASH_CONTEXT = re.compile(r"(?i)(?:md5|sha\d*|checksum|chksum|hash|digest|integrity|commit|etag|rev(?:ision)?|"
                           r"version|resolved|nonce|salt|fingerprint|uuid|guid|_id\b|\bid\b|csrf|xsrf)[\w\-]*\W{0,4}$")
 PLACEHOLDER = re.compile(
-    r"(?i)^(?:<[^>]*>|\{\{.*\}\}|\$\{.*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\(?\w*\)?s|%[A-Z_]+%|\[[A-Z _-]+\]|"
+    r"(?i)^(?:<[^>]*>|\{\{.*\}\}|\$\{.*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\(?\w*\)?s|%[A-Z_]+%|@[A-Za-z_.]+@|\[[A-Z _-]+\]|"
     r"\*+|x{4,}|(.)\1{5,}|null|none|nil|true|false|undefined|changeme|change_me|password|passwd|secret|"
     r"empty|required|optional|string|str|int|bool|value|\.\.\.|…|todo|tbd|n/a)$")
 PLACEHOLDER_SUB = re.compile(r"(?i)x{5,}|(.)\1{7,}|\*{4,}|your[_\- ]?|<[a-z_\- ]+>|example|sample|dummy|fake|placeholder|insert[_\- ]|"
@@ -274,6 +274,10 @@ _DS_KEY = re.compile(r"(?i)api[_\-.]?key|apikey|auth[_\-.]?key|service[_\-.]?key
                      r"priv(?:ate)?[_\-.]?key|client[_\-.]?key|db[_\-.]?pass|database[_\-.]?pass|key[_\-.]?pass|passw(?:or)?d|pwd|"
                      r"secret|contrase|pass(?![a-z])|pw(?![a-z])|authorization")
 _ZH_KEY = re.compile(_ZH_KEYS)
+_YAML_TAG = re.compile(r"(?i)^!(?:vault|ref|sub|secret|env|getatt|join|findinmap|importvalue|select|split|base64|"
+                       r"include|reference|unsafe|encrypted)\b")
+_REL_PATH = re.compile(r"^(?:\.{1,2}/|~/|/(?:bin|etc|home|opt|tmp|usr|var|run)/)[\w./\-]+$")
+_SSH_PUBLIC = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$")
 _NEGATED_KEY = re.compile(r"(?i)^(?:not|no|non|is|has|use|enable|disable)[_\-]")
 _AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey")
 _SLUG = re.compile(r"[a-z]{3,}(?:[\-_][a-z]{3,})+")
@@ -638,6 +642,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue
             if _SLUG.fullmatch(val):
                 continue  # lower-case words joined by - or _ ("shorter-version"): an identifier
+            if _YAML_TAG.match(val) or _REL_PATH.match(val):
+                continue  # password: !vault |, token: !Ref Param; pass: ./scripts/pass.sh
+            if val.split(" ")[0].lower() == re.split(r"[.\[]", key)[-1].lower().strip("\"'`]"):
+                continue  # pass = pass + 1, token = token.strip(): the variable itself
         if not _DS_KEY.search(key) and not _ZH_KEY.search(key) and (len(val) < 10 or shannon(val) < 3.5):
             continue  # token / access_key / credentials: gitleaks' generic floor (≥ 10 characters, entropy ≥ 3.5)
         if _value_ok(val, quoted=quoted):
@@ -722,7 +730,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue  # a provider's shape that its own rule did not accept (wrong length or charset)
         if tok.startswith(("pk_live_", "pk_test_")) or _alpha_run(core) or _wordy(core) or in_public_block(s):
             continue  # Stripe publishable key (public by design); typed dummy; identifier; public key / certificate
-        if HASH_CONTEXT.search(text[max(0, s - 30):s]):
+        if HASH_CONTEXT.search(text[max(0, s - 30):s]) or _SSH_PUBLIC.search(text[max(0, s - 40):s]):
             continue
         add("secret.high-entropy", "medium", s, e, "high-entropy token")
     for m in HEX_TOKEN.finditer(text):

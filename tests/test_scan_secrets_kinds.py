@@ -155,3 +155,16 @@ def test_detect_secrets_charsets(text, rule):
 ])
 def test_detect_secrets_charsets_look_alikes(text):
     assert not findings(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "<secretKey>@SECRET_KEY@</secretKey>",         # Maven/Ant filter token
+    "password: !vault |",                          # YAML tag (Ansible Vault, CloudFormation !Ref)
+    "api_token: !Ref ApiTokenParameter",
+    "pass: ./scripts/pass.sh",                     # a path
+    "pass = pass + 1",                             # the variable itself
+    "token = token.strip()",
+    "public_key = \"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + "OMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@host\"",
+])
+def test_reference_look_alikes(text):
+    assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])

@@ -7,7 +7,8 @@ half A only (``--show-misses`` prints half A's misses and false positives, never
 half B's figures are an estimate of how the rules do on records nobody read — the closest stand-in
 for the hidden holdout. The independent sets (``bench/data/secrets-*.jsonl``, built by
 ``bench/build_secrets_*.py`` from scanners that did not make the bench data) are reported as
-totals by source; ``--show-misses`` never prints their rows either.
+totals by source and by the same halves; ``--show-misses`` never prints their rows, and
+``--show-independent-misses`` prints only their half A's.
 
 Also reported: documents of ``benign-docs.dev.jsonl`` with a secret finding, and the secret
 findings on the text files of ``../shared/corpus`` (listed by rule, value masked).
@@ -128,6 +129,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--show-misses", action="store_true", help="print half A's misses / false positives (dev only)")
     ap.add_argument("--no-corpus", action="store_true")
+    ap.add_argument("--show-independent-misses", action="store_true",
+                    help="also print half A's misses / false positives of the independent sets (their half B stays unread)")
     ap.add_argument("--synthetic", action="store_true", help="random samples of each gitleaks rule's regex (needs rstr)")
     args = ap.parse_args(argv)
     path = DATA / "secrets.dev.jsonl"
@@ -142,7 +145,10 @@ def main(argv=None) -> int:
     for p in INDEPENDENT:
         rows = [json.loads(line) for line in p.open(encoding="utf-8")]
         name = p.stem.replace("secrets-", "")
-        print("\n".join(evaluate(rows, False, lambda r, n=name: (f"{n} all", f"{n} {source(r)}"))))
+        for r in rows:
+            r["_dev"] = args.show_independent_misses
+        print("\n".join(evaluate(rows, args.show_independent_misses, lambda r, n=name: (
+            f"{n} all", f"{n} {source(r)}", f"{n} half {half(r['id'])}"))))
     benign = DATA / "benign-docs.dev.jsonl"
     if benign.exists():
         n = hit = 0

@@ -89,6 +89,15 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.twilio-key", "high", re.compile(_B + r"((?:AC|SK)[0-9a-z]{32})" + _E), 1),
     ("secret.softlayer-key", "high", re.compile(r"api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/([a-z0-9]{64})" + _E, re.I), 1),
     ("secret.intra42-secret", "high", re.compile(_B + r"(s-s4t2(?:ud|af)-[a-f0-9]{64})" + _E), 1),
+    # shapes neither gitleaks' data nor the rules above cover (formats from the providers' documentation)
+    ("secret.teams-webhook", "high", re.compile(r"(?i)https://(?:outlook\.office(?:365)?\.com|[\w\-]+\.webhook\.office\.com)/webhook(?:b2)?/"
+                                                r"([0-9a-f\-]{36}@[0-9a-f\-]{36}/IncomingWebhook/[0-9a-f]{32}/[0-9a-f\-]{36})"), 1),
+    ("secret.mapbox-secret-token", "high", re.compile(_B + r"(sk\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{20,})" + _E), 1),
+    ("secret.nuget-api-key", "high", re.compile(_B + r"(oy2[a-z0-9]{43})" + _E), 1),
+    ("secret.newrelic-license-key", "high", re.compile(_B + r"([a-z0-9]{36}NRAL)" + _E), 1),
+    ("secret.salesforce-token", "high", re.compile(_B + r"(00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,120})" + _E), 1),
+    ("secret.doppler-token", "high", re.compile(_B + r"(dp\.(?:st(?:\.[a-z0-9\-_]{2,35})?|sa|scim|audit|ct)\.[A-Za-z0-9]{40,44})" + _E), 1),
+    ("secret.google-oauth-token", "high", re.compile(_B + r"(ya29\.[A-Za-z0-9_\-]{30,})"), 1),
 ]
 
 # Cheap substring gates: a provider rule runs only when one of its literal
@@ -125,6 +134,13 @@ PROVIDER_GATES: dict[str, tuple[str, ...]] = {
     "secret.artifactory-key": ("AKCp", "cmVmd"),
     "secret.twilio-key": ("AC", "SK"),
     "secret.intra42-secret": ("s-s4t2",),
+    "secret.teams-webhook": ("IncomingWebhook",),
+    "secret.mapbox-secret-token": ("sk.eyJ",),
+    "secret.nuget-api-key": ("oy2",),
+    "secret.newrelic-license-key": ("NRAL",),
+    "secret.salesforce-token": ("00D",),
+    "secret.doppler-token": ("dp.",),
+    "secret.google-oauth-token": ("ya29.",),
 }
 
 # Provider shapes as detect-secrets (Apache-2.0) defines them, without an entropy check: its
@@ -164,7 +180,8 @@ DS_KEYED: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
 ]
 
 
-_LOOSE_CHARSET = frozenset({"secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key"})
+_LOOSE_CHARSET = frozenset({"secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key", "secret.nuget-api-key",
+                            "secret.newrelic-license-key"})
 
 
 def _provider_ok(body: str) -> bool:
@@ -210,12 +227,12 @@ CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n){0,400}?(?:\s-u|\s--user)\s+(?:(['\
 
 _KEYWORDS = (r"(?:passw(?:or)?d|passwd|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
              r"private[_\-.]?key|priv[_\-.]?key|client[_\-.]?secret|credentials?|db[_\-.]?pass|account[_\-.]?key|"
-             r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|contrase[ñn]a|authorization)")
+             r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|preshared[_\-.]?key|contrase[ñn]a|authorization)")
 _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥|安全密钥|密碼|金鑰|密鑰|權杖)"
 ASSIGN = re.compile(
     r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?\]?)(?:\[\])?\s*"
     r"(?P<op>:=|=>|->|===|!==|==|!=|=|:|：|\s(?=[@]?[\"'`]))\s*@?"
-    r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)"
+    r"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)"
     r"|(?P<uv>[^\s,;\"'`\n()](?:[^\s,;\"'`\n()]|,(?=[^\s,;\"'`\n()])){0,199}(?:[ ][^\s,;\"'`\n]+){0,6}))",
     re.I)
 KEYWORD_FIND = re.compile(_KEYWORDS + "|" + _ZH_KEYS, re.I)
@@ -240,7 +257,11 @@ XML_ATTR = re.compile(r"(?i)\b(?:key|name)\s*=\s*(?P<kq>[\"'])(?P<key>[^\"'<>\n]
 CLI_OPTION = re.compile(r"(?i)(?<![\w-])--(?P<key>[\w-]{0,30}(?:password|passwd|pass|token|secret|api-?key|access-key)[\w-]{0,20})[ \t]+"
                         r"(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{6,200})(?P=q)(?![^\s])")
 MYSQL_P = re.compile(r"\bmysql(?:dump|admin|import|sh|check)?\b[^\n]{0,200}?\s-p(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
+PSEXEC_P = re.compile(r"(?i)\bpsexec(?:64)?(?:\.exe)?\b[^\n]{0,200}?\s-p\s+(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
 NETRC = re.compile(r"(?i)\bmachine\s+\S+\s+(?:login\s+\S+\s+)?password\s+(?P<v>\S{4,128})")
+# crypt(3) password hashes: md5-crypt, bcrypt, sha256/sha512-crypt (crackable offline: reported medium)
+PASSWORD_HASH = re.compile(r"(?<![\w$])(\$1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}"
+                           r"|\$[56]\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$(?:[./A-Za-z0-9]{86}|[./A-Za-z0-9]{43}))(?![\w./])")
 ZH_ASSIGN = re.compile(_ZH_KEYS + r"(?:\s*(?:[:：=]|是|为|為)\s*)(?P<uv>[!-~]{4,128})")
 
 ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-/+.=])([A-Za-z0-9_\-+/]{20,100}={0,2})(?![A-Za-z0-9_\-/+=])")
@@ -278,8 +299,11 @@ _YAML_TAG = re.compile(r"(?i)^!(?:vault|ref|sub|secret|env|getatt|join|findinmap
                        r"include|reference|unsafe|encrypted)\b")
 _REL_PATH = re.compile(r"^(?:\.{1,2}/|~/|/(?:bin|etc|home|opt|tmp|usr|var|run)/)[\w./\-]+$")
 _SSH_PUBLIC = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$")
+# values that name or build a secret rather than hold one: $VAR… (detect-secrets' dollar-prefix
+# filter), paths and routes of two or more segments, ARNs, CSS selectors, string concatenation
+_REFERENCE_VALUE = re.compile(r"^(?:\$|#\{|arn:|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$)")
 _NEGATED_KEY = re.compile(r"(?i)^(?:not|no|non|is|has|use|enable|disable)[_\-]")
-_AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey")
+_AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey", "ssws")
 _SLUG = re.compile(r"[a-z]{3,}(?:[\-_][a-z]{3,})+")
 
 
@@ -498,7 +522,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     rejected.append((m.start(g), m.end(g)))
                     continue  # xoxp-1234-1234-1234-…: dummy ids
             if rule in _LOOSE_CHARSET and not _provider_ok(
-                    tok.split(":")[-1] if rule == "secret.telegram-bot-token" else tok[:32] if rule == "secret.mailchimp-key" else tok[2:]):
+                    tok.split(":")[-1] if rule == "secret.telegram-bot-token" else tok[:32] if rule == "secret.mailchimp-key"
+                    else tok[:36] if rule == "secret.newrelic-license-key" else tok[3:] if rule == "secret.nuget-api-key" else tok[2:]):
                 continue
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
     # U+0130 is the one character whose lower case is two characters long
@@ -551,7 +576,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         val = m.group(1)
         if "," in val and re.match(r"[A-Za-z_][\w\-]+(?:\.[\w\-]+)*\s*[=:]", val.split(",", 1)[1]):
             val = val.split(",", 1)[0]  # password=abc,user=bob: a list of settings
-        if _value_ok(val, quoted=False):
+        if _value_ok(val, quoted=False) and not val.startswith(("$", "(", "#{", "{", "%", "<")):
             add("secret.connection-string", "high", m.start(1), m.start(1) + len(val), "password in connection string")
     for m in (CURL.finditer(text) if "curl" in text and (" -u" in text or "--user" in text) else ()):
         g = 3 if m.group(3) is not None else 7
@@ -648,6 +673,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue  # pass = pass + 1, token = token.strip(): the variable itself
         if not _DS_KEY.search(key) and not _ZH_KEY.search(key) and (len(val) < 10 or shannon(val) < 3.5):
             continue  # token / access_key / credentials: gitleaks' generic floor (≥ 10 characters, entropy ≥ 3.5)
+        if _REFERENCE_VALUE.match(val):
+            continue  # $VAR…, a path, a route, an ARN, a CSS selector, "+ concatenation +": not the value
         if _value_ok(val, quoted=quoted):
             sev = "high" if (quoted or len(val) >= 8) else "medium"
             add("secret.password-assignment", sev, start, start + len(val), f"value assigned to {key[:30]}")
@@ -677,7 +704,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 if _value_ok(val, quoted=True) and not (" " in val and pat is XML_ELEMENT):
                     vs = m.start("v") + m.group("v").index(val)
                     add("secret.password-assignment", "high", vs, vs + len(val), f"value of {key[:30]}")
-    for pat, needles, what in ((CLI_OPTION, ("--",), "command-line option"), (MYSQL_P, ("mysql",), "mysql -p option"),
+    for pat, needles, what in ((CLI_OPTION, ("--",), "command-line option"), (MYSQL_P, ("mysql",), "mysql -p option"), (PSEXEC_P, ("psexec", "PsExec", "PSEXEC"), "psexec -p option"),
                                (NETRC, ("machine",), ".netrc entry")):
         for m in _on_lines(pat, text, needles):
             val = m.group("v")
@@ -688,6 +715,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                                       or not (re.search(r"\d|[^\w]", val) or (val != val.lower() and val != val.upper()))):
                 continue
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
+    for m in _on_lines(PASSWORD_HASH, text, ("$1$", "$2", "$5$", "$6$")):
+        add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (crypt)")
     for m in ZH_ASSIGN.finditer(text):
         val = m.group("uv").rstrip("。，,.;；")
         if _value_ok(val, quoted=False) and not CODE_REF.match(val):

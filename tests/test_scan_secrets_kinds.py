@@ -168,3 +168,44 @@ def test_detect_secrets_charsets_look_alikes(text):
 ])
 def test_reference_look_alikes(text):
     assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])
+
+
+UUID_A = "9da5da9c-4218-4c22-aed6-" + "b5c8baebfff5"
+UUID_B = "2f2b54b7-0141-4ba7-8fcd-" + "ab7d17a60547"
+
+
+@pytest.mark.parametrize("text,rule", [
+    ("https://outlook.office.com/webhook/" + UUID_A + "@" + UUID_B + "/IncomingWebhook/" + HEX64[:32] + "/" + UUID_B,
+     "secret.teams-webhook"),
+    ("MAPBOX_TOKEN=sk.eyJ1Ijoi" + "Y2FwcGVsYWVy" + "." + "P4lD1eHeSEx7AsBq1zbJ4g", "secret.mapbox-secret-token"),
+    ("nuget push pkg.nupkg " + "oy2" + RAND + "w8k3x9m", "secret.nuget-api-key"),
+    ("license_key: " + "eu01xx" + HEX64[:30] + "NRAL", "secret.newrelic-license-key"),
+    ("dp.st.dev." + "bAqhcVzrhy5cRHkOlNTc0Ve6" + "w5NUDCpcutm8vGE9myi", "secret.doppler-token"),
+    ("access_token: 'ya29." + "A0ARrdaM--PV_87ebjywDJpXKb77NBFJl16meVUapYdfNv6W6ZzCu947" + "'", "secret.google-oauth-token"),
+    ("$2a$12$" + "R9h/cIPz0gi.URNNX3kh2OPST9/PgBkqquzi.Ss7KIUgO2t0jWMUW", "secret.password-hash"),
+    ("root:$6$" + "qoE2letU$" + "wWPRl.PVczjzeMVgjiA8LLy2nOyZbf7Amj3qLIL978o18gbMySdKZ7uepq9tmMQXxyTIrS12Pln.2Q/6Xscao0" + ":18000:0",
+     "secret.password-hash"),
+    ("PsExec.exe \\\\host -u DOMAIN\\admin -p " + PW2 + " cmd", "secret.password-assignment"),
+    ("Authorization: SSWS 00QCjAl4MlV-WPXM-" + "Zq8Lm2Wx9Pt4-0HmjFx-vbGua", "secret.password-assignment"),
+    ("PresharedKey = uRsfsZ2Ts1rach4Zv3hh" + "wcx6wa5fuIo2u3w7sa+7j81=", "secret.password-assignment"),
+    ('$db = "$password = \\"' + PW2 + '\\";"', "secret.password-assignment"),   # escaped quotes inside a string
+])
+def test_more_provider_and_command_kinds(text, rule):
+    assert rule in rules(text), (text, rules(text))
+
+
+@pytest.mark.parametrize("text", [
+    "REACT_APP_FORGOT_PASSWORD=$REACT_APP_BASE_URL/classroom/#/forgot_password",  # $VAR reference
+    "PASSWORD=$($(dirname $0)/../bin/get-setting DB_PASSWORD)",
+    'text << "Password=#{password}, "',
+    "pwd = (char *) (p + ulen + 2);",
+    "IAMUserChangePassword = \"arn:aws:iam::aws:policy/IAMUserChangePassword\"",
+    "this.addPassword = '#add-password';",
+    "put '/forgot-password' => \"cms/sites/passwords#update\"",
+    '"creating-a-strong-password":"/en/enterprise-server@3.0/auth"',
+    '"//localhost:1337/:_password = "+new Buffer("feast").toString("base64")',
+    "$2a$12$ is the bcrypt prefix",
+    "dp.pt is a prefix",
+])
+def test_reference_and_code_look_alikes(text):
+    assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])

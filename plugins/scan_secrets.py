@@ -97,7 +97,13 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.newrelic-license-key", "high", re.compile(_B + r"([a-z0-9]{36}NRAL)" + _E), 1),
     ("secret.salesforce-token", "high", re.compile(_B + r"(00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,120})" + _E), 1),
     ("secret.doppler-token", "high", re.compile(_B + r"(dp\.(?:st(?:\.[a-z0-9\-_]{2,35})?|sa|scim|audit|ct)\.[A-Za-z0-9]{40,44})" + _E), 1),
-    ("secret.google-oauth-token", "high", re.compile(_B + r"(ya29\.[A-Za-z0-9_\-]{30,})"), 1),
+    ("secret.google-oauth-token", "high", re.compile(_B + r"(ya29\.[A-Za-z0-9_\-]{30,}|1//0[A-Za-z0-9_\-]{40,})"), 1),
+    ("secret.supabase-token", "high", re.compile(_B + r"(sbp_(?:v0_)?[a-f0-9]{40})" + _E), 1),
+    ("secret.newrelic-user-key", "high", re.compile(_B + r"(NRAK-[A-Z0-9]{27})" + _E), 1),
+    ("secret.discord-webhook", "high", re.compile(r"discord(?:app)?\.com/api/webhooks/\d{17,20}/([A-Za-z0-9_\-]{60,70})" + _E), 1),
+    ("secret.docker-swarm-token", "high", re.compile(_B + r"(SWMTKN-1-[a-z0-9]{50}-[a-z0-9]{25})" + _E), 1),
+    ("secret.akamai-token", "high", re.compile(_B + r"(akab-[a-z0-9]{16}-[a-z0-9]{16})" + _E), 1),
+    ("secret.wundergraph-key", "high", re.compile(_B + r"(cosmo_[a-f0-9]{32})" + _E), 1),
 ]
 
 # Cheap substring gates: a provider rule runs only when one of its literal
@@ -140,7 +146,13 @@ PROVIDER_GATES: dict[str, tuple[str, ...]] = {
     "secret.newrelic-license-key": ("NRAL",),
     "secret.salesforce-token": ("00D",),
     "secret.doppler-token": ("dp.",),
-    "secret.google-oauth-token": ("ya29.",),
+    "secret.google-oauth-token": ("ya29.", "1//0"),
+    "secret.supabase-token": ("sbp_",),
+    "secret.newrelic-user-key": ("NRAK-",),
+    "secret.discord-webhook": ("/api/webhooks/",),
+    "secret.docker-swarm-token": ("SWMTKN-",),
+    "secret.akamai-token": ("akab-",),
+    "secret.wundergraph-key": ("cosmo_",),
 }
 
 # Provider shapes as detect-secrets (Apache-2.0) defines them, without an entropy check: its
@@ -215,8 +227,9 @@ NOT_A_USER = frozenset({"mailto", "email", "e-mail", "mail", "re", "fw", "fwd", 
                         "reply-to", "sender", "author", "maintainer", "owner", "by", "at", "user", "login", "id"})
 # SQL: CREATE/ALTER USER … IDENTIFIED BY pw; libcurl CURLOPT_(PROXY)USERPWD "user:pw"; curl --oauth2-bearer
 SQL_PW = re.compile(r"(?i)\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,120}?\bidentified\s+by\s+(?:password\s+)?"
-                    r"(['\"]?)([^\s'\";]{4,128})\1")
-CURLOPT_PW = re.compile(r"CURLOPT_(?:PROXY)?USERPWD\s*,\s*\"[^\":\s]*:([^\"\s]{4,128})\"")
+                    r"(['\"]?)([^\s'\";]{4,128})\1"
+                    r"|\b(?:create|alter)\s+(?:user|role)\b[^;\n]{0,120}?\bpassword\s+(['\"]?)(?!null\b)([^\s'\";]{4,128})\3")
+CURLOPT_PW = re.compile(r"CURLOPT_(?:PROXY)?USERPWD\s*,\s*\"[^\":\s]*:([^\"\s]{4,128})\"|CURLOPT_(?:PROXY)?PASSWORD\s*,\s*\"([^\"\s]{4,128})\"")
 OAUTH2_BEARER = re.compile(r"--oauth2-bearer[ =]+(['\"]?)([A-Za-z0-9+/=_\-.~]{8,512})\1")
 # .npmrc / .yarnrc: _authToken (a UUID for legacy npm tokens, which the generic rules pass over) and _auth
 NPM_AUTH = re.compile(r"(?im)(?:^|[\s:])_auth(?:Token)?\s*[=:]\s*[\"']?([A-Za-z0-9+/=_\-.]{16,200})[\"']?\s*$")
@@ -225,7 +238,7 @@ CONN_STR = re.compile(r"(?i)(?:^|[;\s\"'?&])(?:password|pwd)\s*=\s*([^;'\"\s&]{3
 CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n){0,400}?(?:\s-u|\s--user)\s+(?:(['\"])([^\s'\":<>]+):([^\s'\"<>]{2,})\1"
                   r"|(['\"]?)([^\s'\":<>]+)\4:(['\"]?)([^\s'\"<>]{2,})\6)")
 
-_KEYWORDS = (r"(?:passw(?:or)?d|passwd|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
+_KEYWORDS = (r"(?:passw(?:or)?d|passwd|pa?s{1,2}w(?:o?r)?d|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
              r"private[_\-.]?key|priv[_\-.]?key|client[_\-.]?secret|credentials?|db[_\-.]?pass|account[_\-.]?key|"
              r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|preshared[_\-.]?key|contrase[ñn]a|authorization)")
 _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥|安全密钥|密碼|金鑰|密鑰|權杖)"
@@ -254,7 +267,7 @@ XML_ATTR = re.compile(r"(?i)\b(?:key|name)\s*=\s*(?P<kq>[\"'])(?P<key>[^\"'<>\n]
                       r"\s+value\s*=\s*(?P<q>[\"'])(?P<v>[^\"'<>\n]{1,200})(?P=q)")
 # command-line options: --password Tr0ub4dor3x (space-separated; --password=… is an assignment),
 # mysql -pTr0ub4dor3x, .netrc "machine host login user password …"
-CLI_OPTION = re.compile(r"(?i)(?<![\w-])--(?P<key>[\w-]{0,30}(?:password|passwd|pass|token|secret|api-?key|access-key)[\w-]{0,20})[ \t]+"
+CLI_OPTION = re.compile(r"(?i)(?<![\w-])--?(?P<key>[\w-]{0,30}(?:password|passwd|pass|token|secret|api-?key|access-key)[\w-]{0,20})[ \t]+"
                         r"(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{6,200})(?P=q)(?![^\s])")
 MYSQL_P = re.compile(r"\bmysql(?:dump|admin|import|sh|check)?\b[^\n]{0,200}?\s-p(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
 PSEXEC_P = re.compile(r"(?i)\bpsexec(?:64)?(?:\.exe)?\b[^\n]{0,200}?\s-p\s+(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
@@ -292,7 +305,7 @@ CODE_REF = re.compile(r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*(?:\(\))?$|^[A-Za-z_]\w*
 # plus pass/pw): password-like. Other secret names (token, access_key, credentials) take gitleaks'
 # generic-api-key floor on the value instead.
 _DS_KEY = re.compile(r"(?i)api[_\-.]?key|apikey|auth[_\-.]?key|service[_\-.]?key|account[_\-.]?key|db[_\-.]?key|database[_\-.]?key|"
-                     r"priv(?:ate)?[_\-.]?key|client[_\-.]?key|db[_\-.]?pass|database[_\-.]?pass|key[_\-.]?pass|passw(?:or)?d|pwd|"
+                     r"priv(?:ate)?[_\-.]?key|client[_\-.]?key|db[_\-.]?pass|database[_\-.]?pass|key[_\-.]?pass|passw(?:or)?d|pa?s{1,2}w(?:o?r)?d|pwd|"
                      r"secret|contrase|pass(?![a-z])|pw(?![a-z])|authorization")
 _ZH_KEY = re.compile(_ZH_KEYS)
 _YAML_TAG = re.compile(r"(?i)^!(?:vault|ref|sub|secret|env|getatt|join|findinmap|importvalue|select|split|base64|"
@@ -302,6 +315,8 @@ _SSH_PUBLIC = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh
 # values that name or build a secret rather than hold one: $VAR… (detect-secrets' dollar-prefix
 # filter), paths and routes of two or more segments, ARNs, CSS selectors, string concatenation
 _REFERENCE_VALUE = re.compile(r"^(?:\$|#\{|arn:|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$)")
+_HEX_LITERAL = re.compile(r"(?i)^0x[0-9a-f]+$")  # a number (mask, flag), not a secret
+_PROSE = re.compile(r"^[A-Za-z][a-z]*(?: [a-z]+[,.]?){2,}$")  # "This is a query parameter": a sentence
 _NEGATED_KEY = re.compile(r"(?i)^(?:not|no|non|is|has|use|enable|disable)[_\-]")
 _AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey", "ssws")
 _SLUG = re.compile(r"[a-z]{3,}(?:[\-_][a-z]{3,})+")
@@ -518,7 +533,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue
             if rule == "secret.slack-token":
                 nums = re.findall(r"-(\d+)(?=-)", tok)
-                if nums and all(_sequential(x) for x in nums):
+                if nums and all(_sequential(x) and len(x) >= 3 for x in nums):
                     rejected.append((m.start(g), m.end(g)))
                     continue  # xoxp-1234-1234-1234-…: dummy ids
             if rule in _LOOSE_CHARSET and not _provider_ok(
@@ -545,13 +560,15 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             val = m.group(1)
             if not _sequential(val) and len(set(val)) > 4:
                 add(rule, "high", m.start(1), m.end(1), rule.split(".", 1)[1].replace("-", " ") + " (keyed shape)")
-    for pat, needles, g, what in ((SQL_PW, ("identified", "IDENTIFIED", "Identified"), 2, "password in a SQL user statement"),
-                                  (CURLOPT_PW, ("CURLOPT_",), 1, "credentials in a libcurl option"),
-                                  (OAUTH2_BEARER, ("--oauth2-bearer",), 2, "bearer token on a curl command line")):
+    for pat, needles, gs, what in ((SQL_PW, ("identified", "IDENTIFIED", "Identified", "password", "PASSWORD", "Password"), (2, 4),
+                                    "password in a SQL user statement"),
+                                   (CURLOPT_PW, ("CURLOPT_",), (1, 2), "credentials in a libcurl option"),
+                                   (OAUTH2_BEARER, ("--oauth2-bearer",), (2,), "bearer token on a curl command line")):
         for m in _on_lines(pat, text, needles):
+            g = next(i for i in gs if m.group(i) is not None)
             val = m.group(g)
             if _value_ok(val, quoted=True) and not val.startswith(("$", "%", "{", "<", ":")):
-                add("secret.password-assignment" if g == 2 and pat is SQL_PW else "secret.curl-credentials",
+                add("secret.password-assignment" if pat is SQL_PW else "secret.curl-credentials",
                     "high", m.start(g), m.end(g), what)
     for m in _on_lines(NPM_AUTH, text, ("_auth",)):
         val = m.group(1)
@@ -653,6 +670,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if not quoted:
             if m.group("op").isspace():
                 continue
+            if not _DS_KEY.search(key) and (_PROSE.match(val) or _PROSE.match(
+                    text[start:text.find("\n", start) if "\n" in text[start:] else len(text)].strip())):
+                continue  # Enter token : This is a query parameter — prose after a label (password-like keys
+                # keep detect-secrets' reading: the rest of the line is the value)
             if "," in val:
                 head, tail = val.split(",", 1)
                 if re.match(r"[A-Za-z_][\w\-]+(?:\.[\w\-]+)*\s*[=:]", tail):
@@ -673,7 +694,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue  # pass = pass + 1, token = token.strip(): the variable itself
         if not _DS_KEY.search(key) and not _ZH_KEY.search(key) and (len(val) < 10 or shannon(val) < 3.5):
             continue  # token / access_key / credentials: gitleaks' generic floor (≥ 10 characters, entropy ≥ 3.5)
-        if _REFERENCE_VALUE.match(val):
+        if _REFERENCE_VALUE.match(val) or _HEX_LITERAL.match(val):
             continue  # $VAR…, a path, a route, an ARN, a CSS selector, "+ concatenation +": not the value
         if _value_ok(val, quoted=quoted):
             sev = "high" if (quoted or len(val) >= 8) else "medium"
@@ -704,7 +725,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 if _value_ok(val, quoted=True) and not (" " in val and pat is XML_ELEMENT):
                     vs = m.start("v") + m.group("v").index(val)
                     add("secret.password-assignment", "high", vs, vs + len(val), f"value of {key[:30]}")
-    for pat, needles, what in ((CLI_OPTION, ("--",), "command-line option"), (MYSQL_P, ("mysql",), "mysql -p option"), (PSEXEC_P, ("psexec", "PsExec", "PSEXEC"), "psexec -p option"),
+    for pat, needles, what in ((CLI_OPTION, ("-",), "command-line option"), (MYSQL_P, ("mysql",), "mysql -p option"), (PSEXEC_P, ("psexec", "PsExec", "PSEXEC"), "psexec -p option"),
                                (NETRC, ("machine",), ".netrc entry")):
         for m in _on_lines(pat, text, needles):
             val = m.group("v")

@@ -209,3 +209,34 @@ def test_more_provider_and_command_kinds(text, rule):
 ])
 def test_reference_and_code_look_alikes(text):
     assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])
+
+
+@pytest.mark.parametrize("text,rule", [
+    ("PSWD:=" + PW2, "secret.password-assignment"),                # abbreviations of password
+    ("paswrd = " + PW2, "secret.password-assignment"),
+    ("app -secret " + PW2 + " -v", "secret.password-assignment"),  # single-dash option
+    ("CREATE ROLE app WITH LOGIN PASSWORD " + PW2 + ";", "secret.password-assignment"),
+    ('curl_easy_setopt(h, CURLOPT_PROXYPASSWORD, "' + PW2 + '");', "secret.curl-credentials"),
+    ("xoxp-1-" + "Mi0yLTM5MTgwOTU0ODI3NC0xMDUzMjc0NTg2MzIx", "secret.slack-token"),  # one-digit id
+    ("sbp_" + HEX64[:40], "secret.supabase-token"),
+    ("NRAK-" + "X29R0RTNJIQTUFWOA8Z8YRDENG0", "secret.newrelic-user-key"),
+    ("https://discord.com/api/webhooks/148392840000482200/" + "ihUFAgIi-OsnNHsjJBpvzkzZOicbe0R2UkWo1nvOnkLGHWJnW8HZjF_dRDj7fi5q",
+     "secret.discord-webhook"),
+    ("SWMTKN-1-" + "edmua5ub12inlget8wkvz35kckxkeyznuvc49brsy84wgfssrw" + "-otjll8wdy3yikfrksskvqzqh1", "secret.docker-swarm-token"),
+    ("akab-" + "tblc7jkffv3wfxh3" + "-h5stbzeswb3v4kj3", "secret.akamai-token"),
+    ("cosmo_" + HEX64[:32], "secret.wundergraph-key"),
+])
+def test_cred_kinds_from_credsweeper_half_a(text, rule):
+    assert rule in rules(text), (text, rules(text))
+
+
+@pytest.mark.parametrize("text", [
+    '"pass_mask32": "0x31c45018",',                 # a number
+    "Enter token : This is a query parameter",      # prose after a token label
+    "CREATE ROLE app WITH LOGIN PASSWORD NULL;",
+    "xoxp-1234-1234-1234-" + "abcdefabcdef",       # sequential dummy ids
+    "run -password-file ./pw.txt",
+    "the self-secret option",
+])
+def test_cred_kind_look_alikes(text):
+    assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])

@@ -267,7 +267,7 @@ XML_ATTR = re.compile(r"(?i)\b(?:key|name)\s*=\s*(?P<kq>[\"'])(?P<key>[^\"'<>\n]
                       r"\s+value\s*=\s*(?P<q>[\"'])(?P<v>[^\"'<>\n]{1,200})(?P=q)")
 # command-line options: --password Tr0ub4dor3x (space-separated; --password=… is an assignment),
 # mysql -pTr0ub4dor3x, .netrc "machine host login user password …"
-CLI_OPTION = re.compile(r"(?i)(?<![\w-])--?(?P<key>[\w-]{0,30}(?:password|passwd|pass|token|secret|api-?key|access-key)[\w-]{0,20})[ \t]+"
+CLI_OPTION = re.compile(r"(?i)-(?:(?<=^-)|(?<=[^\w-]-))-?(?P<key>[\w-]{0,30}(?:password|passwd|pass|token|secret|api-?key|access-key)[\w-]{0,20})[ \t]+"
                         r"(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{6,200})(?P=q)(?![^\s])")
 MYSQL_P = re.compile(r"\bmysql(?:dump|admin|import|sh|check)?\b[^\n]{0,200}?\s-p(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
 PSEXEC_P = re.compile(r"(?i)\bpsexec(?:64)?(?:\.exe)?\b[^\n]{0,200}?\s-p\s+(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
@@ -393,12 +393,25 @@ KEY_MAX = 64  # characters of a key name before its keyword
 ZH_KEY_MAX = 8  # the same in CJK text (数据库密码)
 
 
-def _on_lines(pat: re.Pattern, text: str, needles: tuple[str, ...], hay: str | None = None):
+def _on_lines(pat: re.Pattern, text: str, needles: tuple[str, ...], hay: str | None = None, memo: dict | None = None):
     """Matches of a single-line pattern, searched only when one of ``needles`` occurs in ``hay``
-    (``text`` or a same-length view of it) and, on long texts, only on the lines holding one."""
+    (``text`` or a same-length view of it) and, on long texts, only on the lines holding one.
+    ``memo``: a per-text dict remembering which needles occur (many rules share needles)."""
     hay = text if hay is None else hay
-    if not any(x in hay for x in needles):
-        return
+    if memo is None:
+        if not any(x in hay for x in needles):
+            return
+    else:
+        found = False
+        for x in needles:
+            k = (x, hay is text)
+            if k not in memo:
+                memo[k] = x in hay
+            if memo[k]:
+                found = True
+                break
+        if not found:
+            return
     if len(text) <= _WHOLE_TEXT_MAX:
         yield from pat.finditer(text)
         return
@@ -491,6 +504,7 @@ def _table_values(text: str):
 
 def scan_text(text: str, settings=None) -> list[Finding]:
     opts = scan_options(settings or {})
+    memo: dict = {}  # needle -> occurs, shared by the single-line rules
     index = LineIndex(text)
     out: list[Finding] = []
     taken: list[tuple[int, int]] = []
@@ -556,7 +570,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                   and len(set(body)) >= 6 and not _periodic(body) and not _placeholder(body)):
                 add(rule, "medium", m.start(1), m.end(1), "artifactory credential (legacy shape)")
     for rule, pat, needles in DS_KEYED:
-        for m in _on_lines(pat, text, needles, low):
+        for m in _on_lines(pat, text, needles, low, memo=memo):
             val = m.group(1)
             if not _sequential(val) and len(set(val)) > 4:
                 add(rule, "high", m.start(1), m.end(1), rule.split(".", 1)[1].replace("-", " ") + " (keyed shape)")
@@ -564,32 +578,32 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                                     "password in a SQL user statement"),
                                    (CURLOPT_PW, ("CURLOPT_",), (1, 2), "credentials in a libcurl option"),
                                    (OAUTH2_BEARER, ("--oauth2-bearer",), (2,), "bearer token on a curl command line")):
-        for m in _on_lines(pat, text, needles):
+        for m in _on_lines(pat, text, needles, memo=memo):
             g = next(i for i in gs if m.group(i) is not None)
             val = m.group(g)
             if _value_ok(val, quoted=True) and not val.startswith(("$", "%", "{", "<", ":")):
                 add("secret.password-assignment" if pat is SQL_PW else "secret.curl-credentials",
                     "high", m.start(g), m.end(g), what)
-    for m in _on_lines(NPM_AUTH, text, ("_auth",)):
+    for m in _on_lines(NPM_AUTH, text, ("_auth",), memo=memo):
         val = m.group(1)
         if not _placeholder(val) and not _sequential(val) and not _periodic(val) and re.search(r"\d", val):
             add("secret.npm-auth-token", "high", m.start(1), m.end(1), "npm registry credential (_authToken/_auth)")
-    for m in _on_lines(JWT, text, ("eyJ",)):
+    for m in _on_lines(JWT, text, ("eyJ",), memo=memo):
         if _jwt_ok(m.group(1)):
             add("secret.jwt", "high", m.start(1), m.end(1), "JSON Web Token")
-    for m in _on_lines(URL_CRED, text, ("://",)):
+    for m in _on_lines(URL_CRED, text, ("://",), memo=memo):
         pw = m.group(2)
         if not _placeholder(pw) or pw.lower() in ("password", "passwd"):
             if not (pw.startswith("$") or pw.startswith("%") or pw.startswith("{{") or pw.startswith("<")):
                 add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials in URL")
-    for m in _on_lines(BARE_CRED, text, ("@",)):
+    for m in _on_lines(BARE_CRED, text, ("@",), memo=memo):
         user, pw = m.group(1), m.group(2)
         if user.lower() in NOT_A_USER or not re.search(r"[A-Za-z]", user) or not _value_ok(pw, quoted=True):
             continue
         if pw.startswith(("$", "%", "{{", "<")):
             continue
         add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials before a host name (user:password@host)")
-    for m in _on_lines(CONN_STR, text, ("pwd", "password"), low):
+    for m in _on_lines(CONN_STR, text, ("pwd", "password"), low, memo=memo):
         val = m.group(1)
         if "," in val and re.match(r"[A-Za-z_][\w\-]+(?:\.[\w\-]+)*\s*[=:]", val.split(",", 1)[1]):
             val = val.split(",", 1)[0]  # password=abc,user=bob: a list of settings
@@ -703,7 +717,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if _value_ok(m.group("qv"), quoted=True):
             add("secret.password-assignment", "high", m.start("qv"), m.end("qv"), "compared with a secret variable")
     if "key" in low:
-        for m in _on_lines(KEY_SUFFIX_ASSIGN, text, ("key",), low):
+        for m in _on_lines(KEY_SUFFIX_ASSIGN, text, ("key",), low, memo=memo):
             val = m.group("v")
             if (_value_ok(val, quoted=bool(m.group("q"))) and not _NEGATED_KEY.match(m.group("key"))
                     and re.search(r"\d", val) and re.search(r"[A-Za-z]", val) and not HASH_CONTEXT.search(m.group("key"))):
@@ -718,7 +732,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"literal passed to {key[:30]}")
     if "<" in text:
         for pat in (XML_ELEMENT, XML_ATTR):
-            for m in _on_lines(pat, text, ("<",)):
+            for m in _on_lines(pat, text, ("<",), memo=memo):
                 key, val = m.group("key"), m.group("v").strip()
                 if _NOT_VALUE_KEY.search(key.strip()) or _NEGATED_KEY.match(key) or val.startswith(("$", "{", "%", "#{")):
                     continue
@@ -727,7 +741,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     add("secret.password-assignment", "high", vs, vs + len(val), f"value of {key[:30]}")
     for pat, needles, what in ((CLI_OPTION, ("-",), "command-line option"), (MYSQL_P, ("mysql",), "mysql -p option"), (PSEXEC_P, ("psexec", "PsExec", "PSEXEC"), "psexec -p option"),
                                (NETRC, ("machine",), ".netrc entry")):
-        for m in _on_lines(pat, text, needles):
+        for m in _on_lines(pat, text, needles, memo=memo):
             val = m.group("v")
             if val.startswith(("-", "$", "<", "{", "%", "/", "~", ".")) or not _value_ok(val, quoted=True):
                 continue
@@ -736,7 +750,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                                       or not (re.search(r"\d|[^\w]", val) or (val != val.lower() and val != val.upper()))):
                 continue
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
-    for m in _on_lines(PASSWORD_HASH, text, ("$1$", "$2", "$5$", "$6$")):
+    for m in _on_lines(PASSWORD_HASH, text, ("$1$", "$2", "$5$", "$6$"), memo=memo):
         add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (crypt)")
     for m in ZH_ASSIGN.finditer(text):
         val = m.group("uv").rstrip("。，,.;；")

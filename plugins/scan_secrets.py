@@ -9,13 +9,22 @@ Owns the rules ``secret.*``: provider keys (``aws-access-key``,
 ``telegram-bot-token``, ``discord-bot-token``, ``square-token``,
 ``facebook-token``, ``sourcegraph-token``, ``notion-token``,
 ``onepassword-token``, ``vault-token``, ``artifactory-key``, ``twilio-key``,
-``softlayer-key``),
+``softlayer-key``, ``teams-webhook``, ``mapbox-secret-token``, ``nuget-api-key``,
+``newrelic-license-key``, ``newrelic-user-key``, ``salesforce-token``,
+``doppler-token``, ``google-oauth-token``, ``supabase-token``,
+``discord-webhook``, ``docker-swarm-token``, ``akamai-token``,
+``wundergraph-key``), detect-secrets' keyed shapes (``cloudant-key``,
+``ibm-cloud-iam-key``, ``aws-secret-key``), ``provider-template`` (severity
+low: a detect-secrets provider shape filled with one repeated letter,
+``AKCxxxxxxxxxx``), ``password-hash`` (crypt(3) md5/bcrypt/sha-crypt),
 ``private-key`` (PEM/PGP/PuTTY blocks with a body), ``jwt`` (header must
 decode to JSON), ``url-credentials`` (``scheme://user:pass@host``),
 ``connection-string`` (``Password=`` in ADO/JDBC strings),
-``curl-credentials`` (``curl -u user:pass``), ``password-assignment``
-(password/secret/token/api-key lines, also Chinese keys 密码 口令 密钥 秘钥 令牌
-私钥 and ``：``), ``high-entropy`` (random-looking tokens, with filters for
+``curl-credentials`` (``curl -u user:pass``, libcurl options),
+``password-assignment`` (password/secret/token/api-key values in assignments,
+XML elements and attributes, secret-named calls, command-line options,
+``.netrc``, SQL user statements, also Chinese keys 密码 口令 密钥 秘钥 令牌 私钥
+and ``：``; token-like names take gitleaks' generic length/entropy floor), ``high-entropy`` (random-looking tokens, with filters for
 UUIDs, lock-file/checksum hashes, URLs and placeholders such as ``xxxx`` or
 ``<your-key>``).
 

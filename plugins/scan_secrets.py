@@ -227,7 +227,9 @@ _ALL_GATES = frozenset(x for gates in PROVIDER_GATES.values() for x in gates)
 PRIVATE_KEY = re.compile(
     r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----(.*?)(?:-----END[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----|\Z)"
     r"|PuTTY-User-Key-File-\d+:[^\n]*\n(?:[^\n]*\n){0,3}Private-Lines:\s*\d+\s*\n([\s\S]{20,400}?)(?:\n\S|\Z)", re.S)
-JWT = re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})")
+# the signature may be empty or absent (alg "none"; detect-secrets reads those too): then the
+# payload must decode to a JSON object as well
+JWT = re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]{8,}|\.?(?![A-Za-z0-9_\-])))")
 URL_CRED = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://([^\s:/@'\"<>]{1,64}):([^\s/@'\"<>]{2,128})@[\w.\-]+")
 # user:pass@host without a scheme (mysql -u admin:pw@db.internal, proxy settings): not an e-mail
 BARE_CRED = re.compile(r"(?<![\w.%/:@\-])([A-Za-z0-9._%\-]{1,64}):([^\s:/@'\"<>`]{6,128})@"
@@ -375,13 +377,19 @@ def _sequential(v: str) -> bool:
     return len(set(low)) <= 2 or low in "abcdefghijklmnopqrstuvwxyz0123456789" or low in "0123456789" * 3
 
 
-def _jwt_ok(tok: str) -> bool:
-    head = tok.split(".")[0]
+def _b64json(part: str):
     try:
-        data = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+        return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
     except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _jwt_ok(tok: str) -> bool:
+    parts = tok.split(".")
+    data = _b64json(parts[0])
+    if not (isinstance(data, dict) and ("alg" in data or "typ" in data)):
         return False
-    return isinstance(data, dict) and ("alg" in data or "typ" in data)
+    return len(parts) > 2 and len(parts[2]) >= 8 or isinstance(_b64json(parts[1]), dict)
 
 
 def _value_ok(v: str, *, quoted: bool) -> bool:

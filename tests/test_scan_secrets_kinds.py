@@ -240,3 +240,20 @@ def test_cred_kinds_from_credsweeper_half_a(text, rule):
 ])
 def test_cred_kind_look_alikes(text):
     assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])
+
+
+JWT_HEAD = "eyJhbGciOiAibm9uZSIsICJ0eXAiOiAiSldUIn0"          # {"alg": "none", "typ": "JWT"}
+JWT_BODY = "eyJzdWIiOiAiMTIzNDU2Nzg5MCIsICJuYW1lIjogIkpvaG4ifQ"  # {"sub": "1234567890", "name": "John"}
+
+
+@pytest.mark.parametrize("text", [f"token {JWT_HEAD}.{JWT_BODY}.", f"Bearer {JWT_HEAD}.{JWT_BODY}"])
+def test_unsigned_jwt(text):
+    assert "secret.jwt" in rules(text)
+
+
+@pytest.mark.parametrize("text", [
+    f"id {JWT_HEAD}.eyJzdWIiOiAiMTIzNDU2Nzg5MCIsICJuYW1lIjogIkpvaG4i.",  # payload is not JSON
+    "eyJhbasdGciOiJIUaddasdasfsasdasd.eyJzdWIiOiIxMjM0NTY3ODkwIn0.",       # header is not JSON
+])
+def test_unsigned_jwt_look_alikes(text):
+    assert "secret.jwt" not in rules(text)

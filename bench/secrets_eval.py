@@ -18,7 +18,10 @@ the rule's own regex (``rstr``, seed 7) that gitleaks' matcher accepts (regex, e
 allowlists); the share the whole scanner flags shows what kbwatch's placeholder/identifier filters
 drop from shapes no one hand-picked.
 
-Usage: ``python bench/secrets_eval.py [--show-misses] [--no-corpus] [--synthetic]``.
+``--speed``: the secrets scanner alone (CPU time, best of 2) on ``bench/riskscan.py``'s 2 MB mixed
+English/Chinese document and its adversarial inputs.
+
+Usage: ``python bench/secrets_eval.py [--show-misses] [--no-corpus] [--synthetic] [--speed]``.
 """
 
 from __future__ import annotations
@@ -125,6 +128,25 @@ def synthetic(per_rule: int = 8) -> list[str]:
     return out
 
 
+def speed() -> list[str]:
+    import time
+
+    sys.path.insert(0, str(REPO / "bench"))
+    import riskscan
+
+    docs = {"2 MB mixed English/Chinese": riskscan.mixed_document(sorted(DATA.glob("*.dev.jsonl")))}
+    docs.update(riskscan.adversarial_inputs())
+    out = ["\n| input (secrets scanner alone) | MB/s per core |", "|---|---|"]
+    for name, text in docs.items():
+        best = float("inf")
+        for _ in range(2):
+            t0 = time.process_time()
+            scan_secrets.scan_text(text)
+            best = min(best, time.process_time() - t0)
+        out.append(f"| {name} | {len(text.encode()) / 1e6 / max(best, 1e-9):.2f} |")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--show-misses", action="store_true", help="print half A's misses / false positives (dev only)")
@@ -132,6 +154,7 @@ def main(argv=None) -> int:
     ap.add_argument("--show-independent-misses", action="store_true",
                     help="also print half A's misses / false positives of the independent sets (their half B stays unread)")
     ap.add_argument("--synthetic", action="store_true", help="random samples of each gitleaks rule's regex (needs rstr)")
+    ap.add_argument("--speed", action="store_true", help="secrets scanner alone on the riskscan speed inputs")
     args = ap.parse_args(argv)
     path = DATA / "secrets.dev.jsonl"
     print("| set | recall | precision | FPR |\n|---|---|---|---|")
@@ -171,6 +194,8 @@ def main(argv=None) -> int:
         print("\n".join(found))
     if args.synthetic:
         print("\n".join(synthetic()))
+    if args.speed:
+        print("\n".join(speed()))
     return 0
 
 

@@ -325,7 +325,7 @@ _REL_PATH = re.compile(r"^(?:\.{1,2}/|~/|/(?:bin|etc|home|opt|tmp|usr|var|run)/)
 _SSH_PUBLIC = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$")
 # values that name or build a secret rather than hold one: $VAR… (detect-secrets' dollar-prefix
 # filter), paths and routes of two or more segments, ARNs, CSS selectors, string concatenation
-_REFERENCE_VALUE = re.compile(r"^(?:\$|#\{|arn:|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$)")
+_REFERENCE_VALUE = re.compile(r"^(?:\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$)")
 _HEX_LITERAL = re.compile(r"(?i)^0x[0-9a-f]+$")  # a number (mask, flag), not a secret
 _PROSE = re.compile(r"^[A-Za-z][a-z]*(?: [a-z]+[,.]?){2,}$")  # "This is a query parameter": a sentence
 _NEGATED_KEY = re.compile(r"(?i)^(?:not|no|non|is|has|use|enable|disable)[_\-]")
@@ -390,6 +390,16 @@ def _jwt_ok(tok: str) -> bool:
     if not (isinstance(data, dict) and ("alg" in data or "typ" in data)):
         return False
     return len(parts) > 2 and len(parts[2]) >= 8 or isinstance(_b64json(parts[1]), dict)
+
+
+def _token_value_ok(key: str, val: str) -> bool:
+    """Password-like key names (detect-secrets' list, Chinese keys) take any value; other secret
+    names (token, access_key, credentials) need gitleaks' generic-api-key floor: at least 10
+    characters with entropy ≥ 3.5 (its token charset is not imposed: it cost real credentials
+    with other characters on the independent sets)."""
+    if _DS_KEY.search(key) or _ZH_KEY.search(key):
+        return True
+    return len(val) >= 10 and shannon(val) >= 3.5
 
 
 def _value_ok(v: str, *, quoted: bool) -> bool:
@@ -699,8 +709,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 if _placeholder(val) or val.startswith(("$", "{", "<", "%")):
                     continue
         if not quoted:
-            if m.group("op").isspace():
-                continue
+            if m.group("op").isspace() or m.group("op") in ("=>", "->"):
+                continue  # 'password' => SOME_CONSTANT: an identifier (arrays quote their strings)
             if not _DS_KEY.search(key) and (_PROSE.match(val) or _PROSE.match(
                     text[start:text.find("\n", start) if "\n" in text[start:] else len(text)].strip())):
                 continue  # Enter token : This is a query parameter — prose after a label (password-like keys
@@ -723,8 +733,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue  # password: !vault |, token: !Ref Param; pass: ./scripts/pass.sh
             if val.split(" ")[0].lower() == re.split(r"[.\[]", key)[-1].lower().strip("\"'`]"):
                 continue  # pass = pass + 1, token = token.strip(): the variable itself
-        if not _DS_KEY.search(key) and not _ZH_KEY.search(key) and (len(val) < 10 or shannon(val) < 3.5):
-            continue  # token / access_key / credentials: gitleaks' generic floor (≥ 10 characters, entropy ≥ 3.5)
+        if not _token_value_ok(key, val):
+            continue  # token / access_key / credentials: gitleaks' generic floor
         if _REFERENCE_VALUE.match(val) or _HEX_LITERAL.match(val):
             continue  # $VAR…, a path, a route, an ARN, a CSS selector, "+ concatenation +": not the value
         if _value_ok(val, quoted=quoted):
@@ -743,7 +753,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         m = CALL_ARGS.match(text, ce)
         if m is not None:
             key, val = text[cs:ce], m.group("v")
-            if (_LOOKUP_CALL.match(key) or key.isupper() or _NOT_VALUE_KEY.search(key) or _NEGATED_KEY.match(key) or _SLUG.fullmatch(val)
+            if (_LOOKUP_CALL.match(key) or key.isupper() or not _token_value_ok(key, val) or _NOT_VALUE_KEY.search(key) or _NEGATED_KEY.match(key) or _SLUG.fullmatch(val)
                     or CODE_REF.match(val) or val.startswith(("$", "{", "<", "%")) or not _value_ok(val, quoted=True)):
                 continue
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"literal passed to {key[:30]}")
@@ -753,7 +763,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 key, val = m.group("key"), m.group("v").strip()
                 if _NOT_VALUE_KEY.search(key.strip()) or _NEGATED_KEY.match(key) or val.startswith(("$", "{", "%", "#{")):
                     continue
-                if _value_ok(val, quoted=True) and not (" " in val and pat is XML_ELEMENT):
+                if _value_ok(val, quoted=True) and not (" " in val and pat is XML_ELEMENT) and _token_value_ok(key, val):
                     vs = m.start("v") + m.group("v").index(val)
                     add("secret.password-assignment", "high", vs, vs + len(val), f"value of {key[:30]}")
     for pat, needles, what in ((CLI_OPTION, ("-",), "command-line option"), (MYSQL_P, ("mysql",), "mysql -p option"), (PSEXEC_P, ("psexec", "PsExec", "PSEXEC"), "psexec -p option"),
@@ -763,6 +773,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             if val.startswith(("-", "$", "<", "{", "%", "/", "~", ".")) or not _value_ok(val, quoted=True):
                 continue
             if pat is CLI_OPTION and (_NOT_VALUE_KEY.search(m.group("key")) or _NEGATED_KEY.match(m.group("key"))
+                                      or not _token_value_ok(m.group("key"), val)
                                       or _SLUG.fullmatch(val) or CODE_REF.match(val)
                                       or not (re.search(r"\d|[^\w]", val) or (val != val.lower() and val != val.upper()))):
                 continue

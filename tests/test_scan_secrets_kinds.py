@@ -257,3 +257,13 @@ def test_unsigned_jwt(text):
 ])
 def test_unsigned_jwt_look_alikes(text):
     assert "secret.jwt" not in rules(text)
+
+
+@pytest.mark.parametrize("text", [
+    "'password' => SOME_CONSTANT,",                 # unquoted after an arrow: an identifier
+    "token.assign(\"short\")",                       # token-like name: gitleaks' floor applies to calls too
+    "<token>abc123</token>",
+    'Secret "os.environ[";',                          # a reference cut at its bracket
+])
+def test_arrow_and_floor_look_alikes(text):
+    assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])

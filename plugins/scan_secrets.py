@@ -251,7 +251,8 @@ CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n){0,400}?(?:\s-u|\s--user)\s+(?:(['\
 
 _KEYWORDS = (r"(?:passw(?:or)?d|passwd|pa?s{1,2}w(?:o?r)?d|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
              r"private[_\-.]?key|priv[_\-.]?key|client[_\-.]?secret|credentials?|db[_\-.]?pass|account[_\-.]?key|"
-             r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|preshared[_\-.]?key|contrase[ñn]a|authorization)")
+             r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|preshared[_\-.]?key|client[_\-.]?key|db[_\-.]?key|"
+             r"database[_\-.]?(?:key|pass)|contrase[ñn]a|authorization)")
 _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥|安全密钥|密碼|金鑰|密鑰|權杖)"
 ASSIGN = re.compile(
     r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?\]?)(?:\[\])?\s*"
@@ -658,11 +659,14 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     starts: list[tuple[int, int]] = []
     calls: list[tuple[int, int]] = []  # (key start, keyword end) where "(" follows a keyword
     for km in kw_iter:
-        if text[km.end():km.end() + 1] in ("(", ".") and "(" in text[km.end():km.end() + 8]:
+        ce = km.end()
+        while ce < min(len(text), km.end() + 30) and (text[ce].isalnum() or text[ce] == "_"):
+            ce += 1  # secret_key(…), passwordHash(…): the identifier's end
+        if text[ce:ce + 1] in ("(", ".") and "(" in text[ce:ce + 8]:
             cs = km.start()
             while cs > max(0, km.start() - 40) and (text[cs - 1].isalnum() or text[cs - 1] == "_"):
                 cs -= 1
-            calls.append((cs, km.end()))
+            calls.append((cs, ce))
         ks = km.start()
         # a key name is short: never walk back over a whole paragraph (CJK text has no spaces)
         floor = max(0, ks - (ZH_KEY_MAX if ks and ord(text[ks - 1]) >= 0x2E80 else KEY_MAX))

@@ -745,7 +745,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             sev = "high" if (quoted or len(val) >= 8) else "medium"
             add("secret.password-assignment", sev, start, start + len(val), f"value assigned to {key[:30]}")
     for m in (REVERSE_ASSIGN.finditer(text) if ("==" in text or "!=" in text) else ()):
-        if _value_ok(m.group("qv"), quoted=True):
+        if _value_ok(m.group("qv"), quoted=True) and _token_value_ok(m.group(0)[m.end("qv") - m.start():], m.group("qv")):
             add("secret.password-assignment", "high", m.start("qv"), m.end("qv"), "compared with a secret variable")
     if "key" in low:
         for m in _on_lines(KEY_SUFFIX_ASSIGN, text, ("key",), low, memo=memo):

@@ -93,7 +93,8 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.sourcegraph-token", "high", re.compile(_B + r"(sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}|sgp_[a-fA-F0-9]{40})" + _E), 1),
     ("secret.notion-token", "high", re.compile(_B + r"(ntn_\d{11}[A-Za-z0-9]{35})" + _E), 1),
     ("secret.onepassword-token", "high", re.compile(_B + r"(ops_eyJ[A-Za-z0-9+/=_\-]{100,})"), 1),
-    ("secret.vault-token", "high", re.compile(_B + r"(hvs\.[A-Za-z0-9_\-]{90,}|hvb\.[A-Za-z0-9_\-]{90,})"), 1),
+    ("secret.vault-token", "high", re.compile(_B + r"(hvs\.[A-Za-z0-9_\-]{90,}|hvb\.[A-Za-z0-9_\-]{90,}|hv[sbr]\.[A-Za-z0-9_\-]{24,89}(?![A-Za-z0-9_\-])"
+                                              r"|s\.CAES[A-Za-z0-9_\-]{60,})"), 1),
     ("secret.artifactory-key", "high", re.compile(_B + r"(AKCp[A-Za-z0-9]{69}|cmVmd[A-Za-z0-9]{59})" + _E), 1),
     ("secret.twilio-key", "high", re.compile(_B + r"((?:AC|SK)[0-9a-z]{32})" + _E), 1),
     ("secret.softlayer-key", "high", re.compile(r"api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/([a-z0-9]{64})" + _E, re.I), 1),
@@ -101,7 +102,7 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     # shapes neither gitleaks' data nor the rules above cover (formats from the providers' documentation)
     ("secret.teams-webhook", "high", re.compile(r"(?i)https://(?:outlook\.office(?:365)?\.com|[\w\-]+\.webhook\.office\.com)/webhook(?:b2)?/"
                                                 r"([0-9a-f\-]{36}@[0-9a-f\-]{36}/IncomingWebhook/[0-9a-f]{32}/[0-9a-f\-]{36})"), 1),
-    ("secret.mapbox-secret-token", "high", re.compile(_B + r"(sk\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{20,})" + _E), 1),
+    ("secret.mapbox-secret-token", "high", re.compile(_B + r"([st]k\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{20,})" + _E), 1),
     ("secret.nuget-api-key", "high", re.compile(_B + r"(oy2[a-z0-9]{43})" + _E), 1),
     ("secret.newrelic-license-key", "high", re.compile(_B + r"([a-z0-9]{36}NRAL)" + _E), 1),
     ("secret.salesforce-token", "high", re.compile(_B + r"(00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,120})" + _E), 1),
@@ -145,12 +146,12 @@ PROVIDER_GATES: dict[str, tuple[str, ...]] = {
     "secret.sourcegraph-token": ("sgp_",),
     "secret.notion-token": ("ntn_",),
     "secret.onepassword-token": ("ops_eyJ",),
-    "secret.vault-token": ("hvs.", "hvb."),
+    "secret.vault-token": ("hvs.", "hvb.", "hvr.", "s.CAES"),
     "secret.artifactory-key": ("AKCp", "cmVmd"),
     "secret.twilio-key": ("AC", "SK"),
     "secret.intra42-secret": ("s-s4t2",),
     "secret.teams-webhook": ("IncomingWebhook",),
-    "secret.mapbox-secret-token": ("sk.eyJ",),
+    "secret.mapbox-secret-token": ("sk.eyJ", "tk.eyJ"),
     "secret.nuget-api-key": ("oy2",),
     "secret.newrelic-license-key": ("NRAL",),
     "secret.salesforce-token": ("00D",),
@@ -201,7 +202,7 @@ DS_KEYED: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
 ]
 
 
-_LOOSE_CHARSET = frozenset({"secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key", "secret.nuget-api-key",
+_LOOSE_CHARSET = frozenset({"secret.vault-token", "secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key", "secret.nuget-api-key",
                             "secret.newrelic-license-key"})
 
 
@@ -252,7 +253,7 @@ CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n){0,400}?(?:\s-u|\s--user)\s+(?:(['\
 _KEYWORDS = (r"(?:passw(?:or)?d|passwd|pa?s{1,2}w(?:o?r)?d|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
              r"private[_\-.]?key|priv[_\-.]?key|client[_\-.]?secret|credentials?|db[_\-.]?pass|account[_\-.]?key|"
              r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|preshared[_\-.]?key|client[_\-.]?key|db[_\-.]?key|"
-             r"database[_\-.]?(?:key|pass)|contrase[ñn]a|authorization)")
+             r"database[_\-.]?(?:key|pass)|pass[_\-.]?phrase|contrase[ñn]a|authorization)")
 _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥|安全密钥|密碼|金鑰|密鑰|權杖)"
 ASSIGN = re.compile(
     r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?\]?)(?:\[\])?\s*"
@@ -279,7 +280,7 @@ XML_ATTR = re.compile(r"(?i)\b(?:key|name)\s*=\s*(?P<kq>[\"'])(?P<key>[^\"'<>\n]
                       r"\s+value\s*=\s*(?P<q>[\"'])(?P<v>[^\"'<>\n]{1,200})(?P=q)")
 # command-line options: --password Tr0ub4dor3x (space-separated; --password=… is an assignment),
 # mysql -pTr0ub4dor3x, .netrc "machine host login user password …"
-CLI_OPTION = re.compile(r"(?i)-(?:(?<=^-)|(?<=[^\w-]-))-?(?P<key>[\w-]{0,30}(?:password|passwd|pass|token|secret|api-?key|access-key)[\w-]{0,20})[ \t]+"
+CLI_OPTION = re.compile(r"(?i)-(?:(?<=^-)|(?<=[^\w-]-))-?(?P<key>[\w-]{0,30}(?:password|passwd|pass|passphrase|token|secret|api-?key|access-key)[\w-]{0,20})[ \t]+"
                         r"(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{6,200})(?P=q)(?![^\s])")
 MYSQL_P = re.compile(r"\bmysql(?:dump|admin|import|sh|check)?\b[^\n]{0,200}?\s-p(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
 PSEXEC_P = re.compile(r"(?i)\bpsexec(?:64)?(?:\.exe)?\b[^\n]{0,200}?\s-p\s+(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
@@ -287,6 +288,12 @@ NETRC = re.compile(r"(?i)\bmachine\s+\S+\s+(?:login\s+\S+\s+)?password\s+(?P<v>\
 # crypt(3) password hashes: md5-crypt, bcrypt, sha256/sha512-crypt (crackable offline: reported medium)
 PASSWORD_HASH = re.compile(r"(?<![\w$])(\$1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}"
                            r"|\$[56]\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$(?:[./A-Za-z0-9]{86}|[./A-Za-z0-9]{43}))(?![\w./])")
+# "Secret Key: AIhq5Xyb1Gga9Q3", "API token = …": a two-word label in prose; the value must look generated
+LABEL_PAIR = re.compile(r"(?i)(?<![\w-])(?P<key>(?:secret|api|access|auth|client|private|master|root)[ ](?:key|token|secret|password)"
+                        r"|pass[ ]?phrase)[ \t]*[:=][ \t]*(?P<v>[A-Za-z0-9+/=_\-.~!@#%^&*]{8,200})(?![^\s,;])")
+# a PEM private key written as base64 (Kubernetes secrets, JSON configs): "LS0tLS1CRUdJTi" is "-----BEGIN"
+B64_PEM = re.compile(r"(?<![A-Za-z0-9+/])(LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}={0,2})")
+_WORD_PASSWORDS = frozenset({"password", "passwd", "secret", "pass", "pwd"})  # user:secret@host — a password all the same
 ZH_ASSIGN = re.compile(_ZH_KEYS + r"(?:\s*(?:[:：=]|是|为|為)\s*)(?P<uv>[!-~]{4,128})")
 
 ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-/+.=])([A-Za-z0-9_\-+/]{20,100}={0,2})(?![A-Za-z0-9_\-/+=])")
@@ -318,7 +325,7 @@ CODE_REF = re.compile(r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*(?:\(\))?$|^[A-Za-z_]\w*
 # generic-api-key floor on the value instead.
 _DS_KEY = re.compile(r"(?i)api[_\-.]?key|apikey|auth[_\-.]?key|service[_\-.]?key|account[_\-.]?key|db[_\-.]?key|database[_\-.]?key|"
                      r"priv(?:ate)?[_\-.]?key|client[_\-.]?key|db[_\-.]?pass|database[_\-.]?pass|key[_\-.]?pass|passw(?:or)?d|pa?s{1,2}w(?:o?r)?d|pwd|"
-                     r"secret|contrase|pass(?![a-z])|pw(?![a-z])|authorization")
+                     r"secret|contrase|pass(?![a-z])|pass[_\-.]?phrase|pw(?![a-z])|authorization")
 _ZH_KEY = re.compile(_ZH_KEYS)
 _YAML_TAG = re.compile(r"(?i)^!(?:vault|ref|sub|secret|env|getatt|join|findinmap|importvalue|select|split|base64|"
                        r"include|reference|unsafe|encrypted)\b")
@@ -326,7 +333,18 @@ _REL_PATH = re.compile(r"^(?:\.{1,2}/|~/|/(?:bin|etc|home|opt|tmp|usr|var|run)/)
 _SSH_PUBLIC = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$")
 # values that name or build a secret rather than hold one: $VAR… (detect-secrets' dollar-prefix
 # filter), paths and routes of two or more segments, ARNs, CSS selectors, string concatenation
-_REFERENCE_VALUE = re.compile(r"^(?:\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$)")
+_REFERENCE_VALUE = re.compile(r"^(?:\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$)")
+_PATHISH = re.compile(r"^/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$")
+
+
+def _reference(val: str) -> bool:
+    """A value that names or builds a secret: see _REFERENCE_VALUE; or a path / route whose
+    segments are short (a base64 secret with a "/" has a long one)."""
+    if _REFERENCE_VALUE.match(val):
+        return True
+    return bool(_PATHISH.match(val)) and max(len(x) for x in val.strip("/").split("/")) <= 24
+
+
 _HEX_LITERAL = re.compile(r"(?i)^0x[0-9a-f]+$")  # a number (mask, flag), not a secret
 _PROSE = re.compile(r"^[A-Za-z][a-z]*(?: [a-z]+[,.]?){2,}$")  # "This is a query parameter": a sentence
 _NEGATED_KEY = re.compile(r"(?i)^(?:not|no|non|is|has|use|enable|disable)[_\-]")
@@ -560,6 +578,14 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         body = m.group(1) if m.group(1) is not None else (m.group(2) or "")
         if len(re.sub(r"\s|-----.*?-----|^[\w-]+:.*$", "", body, flags=re.M)) >= 16:
             add("secret.private-key", "high", m.start(), m.end(), "private key block")
+    for m in _on_lines(B64_PEM, text, ("LS0tLS1CRUdJTi",), memo=memo):
+        blob = m.group(1)
+        try:
+            head = base64.b64decode(blob[:len(blob) // 4 * 4][:200] + "=" * 0).decode("ascii", "replace")
+        except ValueError:
+            continue
+        if "PRIVATE KEY" in head:
+            add("secret.private-key", "high", m.start(1), m.end(1), "private key block (base64-encoded PEM)")
     rejected: list[tuple[int, int]] = []  # provider-shaped values judged to be dummies
     present = {x for x in _ALL_GATES if x in text}
     if _DISCORD_GATE.search(text):
@@ -580,7 +606,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     continue  # xoxp-1234-1234-1234-…: dummy ids
             if rule in _LOOSE_CHARSET and not _provider_ok(
                     tok.split(":")[-1] if rule == "secret.telegram-bot-token" else tok[:32] if rule == "secret.mailchimp-key"
-                    else tok[:36] if rule == "secret.newrelic-license-key" else tok[3:] if rule == "secret.nuget-api-key" else tok[2:]):
+                    else tok[:36] if rule == "secret.newrelic-license-key" else tok[3:] if rule == "secret.nuget-api-key"
+                    else tok.split(".", 1)[1] if rule == "secret.vault-token" else tok[2:]):
                 continue
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
     # U+0130 is the one character whose lower case is two characters long
@@ -621,7 +648,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             add("secret.jwt", "high", m.start(1), m.end(1), "JSON Web Token")
     for m in _on_lines(URL_CRED, text, ("://",), memo=memo):
         pw = m.group(2)
-        if not _placeholder(pw) or pw.lower() in ("password", "passwd"):
+        if not _placeholder(pw) or pw.lower() in _WORD_PASSWORDS:
             if not (pw.startswith("$") or pw.startswith("%") or pw.startswith("{{") or pw.startswith("<")):
                 add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials in URL")
     for m in _on_lines(BARE_CRED, text, ("@",), memo=memo):
@@ -635,7 +662,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         val = m.group(1)
         if "," in val and re.match(r"[A-Za-z_][\w\-]+(?:\.[\w\-]+)*\s*[=:]", val.split(",", 1)[1]):
             val = val.split(",", 1)[0]  # password=abc,user=bob: a list of settings
-        if _value_ok(val, quoted=False) and not val.startswith(("$", "(", "#{", "{", "%", "<")):
+        if (_value_ok(val, quoted=False) or val.lower() in _WORD_PASSWORDS) and not val.startswith(("$", "(", "#{", "{", "%", "<")):
             add("secret.connection-string", "high", m.start(1), m.start(1) + len(val), "password in connection string")
     for m in (CURL.finditer(text) if "curl" in text and (" -u" in text or "--user" in text) else ()):
         g = 3 if m.group(3) is not None else 7
@@ -739,7 +766,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue  # pass = pass + 1, token = token.strip(): the variable itself
         if not _token_value_ok(key, val):
             continue  # token / access_key / credentials: gitleaks' generic floor
-        if _REFERENCE_VALUE.match(val) or _HEX_LITERAL.match(val):
+        if _reference(val) or _HEX_LITERAL.match(val):
             continue  # $VAR…, a path, a route, an ARN, a CSS selector, "+ concatenation +": not the value
         if _value_ok(val, quoted=quoted):
             sev = "high" if (quoted or len(val) >= 8) else "medium"
@@ -784,6 +811,12 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
     for m in _on_lines(PASSWORD_HASH, text, ("$1$", "$2", "$5$", "$6$"), memo=memo):
         add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (crypt)")
+    for m in _on_lines(LABEL_PAIR, text, (" key", " token", " secret", " password", "phrase", " Key", " Token", " KEY",
+                                          " TOKEN", " Secret", " SECRET", " Password", " PASSWORD"), memo=memo):
+        val = m.group("v")
+        if (re.search(r"\d", val) and re.search(r"[A-Za-z]", val) and shannon(val) >= 3.0 and _value_ok(val, quoted=True)
+                and not _reference(val)):
+            add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"value after the label {m.group('key')[:30]}")
     for m in ZH_ASSIGN.finditer(text):
         val = m.group("uv").rstrip("。，,.;；")
         if _value_ok(val, quoted=False) and not CODE_REF.match(val):

@@ -267,3 +267,32 @@ def test_unsigned_jwt_look_alikes(text):
 ])
 def test_arrow_and_floor_look_alikes(text):
     assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])
+
+
+PEM_B64 = "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb2dJQkFBS0NBUUVBbUhKOEJHdTFYZUZ4aENVQXBr"  # -----BEGIN RSA PRIVATE KEY-----…
+
+
+@pytest.mark.parametrize("text,rule", [
+    ("gpg --decrypt --passphrase " + PW2 + " --output out.txt in.gpg", "secret.password-assignment"),
+    ("SECRET KEY:" + "AIhq5Xyb1Gga9Q3", "secret.password-assignment"),   # a two-word label in prose
+    ("API token = " + "9fK2mQ7xLp4Rz8Wt", "secret.password-assignment"),
+    ("apikey: hvs." + "JGbZZaCkOSgsZ56uhGlTK2zyC1j2mwhy0VLp4", "secret.vault-token"),
+    ("MAPBOX=tk.eyJ1Ijoi" + "Y2FwcGVsYWVy" + "." + "P4lD1eHeSEx7AsBq1zbJ4g", "secret.mapbox-secret-token"),
+    ("postgresql://user:secret@localhost:5433/database", "secret.url-credentials"),
+    ("Server=host;User Id=sa;Password=secret;Database=db;", "secret.connection-string"),
+    ("  tls.key: " + PEM_B64, "secret.private-key"),  # Kubernetes secret data
+    ('"AwsSecretKey": "' + "J38YmIgn7dH6cw4W1yqoRgjsFsWvysFjfVcpCh7O9Yyv9" + "/qNvNI" + '",', "secret.password-assignment"),
+])
+def test_more_kinds_from_independent_half_a(text, rule):
+    assert rule in rules(text), (text, rules(text))
+
+
+@pytest.mark.parametrize("text", [
+    "The secret key: keep it safe",                 # label followed by prose
+    "Private Key: see the vault",
+    '"publicKey": "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0KTUlJQklqQU5CZ2txaGtpRzl3MEJBUUVGQUFPQ0FROEFNSUlC"',  # a public key
+    "apikey: hvs.short",
+    'secret_path = "config/app/credentials"',      # a path of short segments
+])
+def test_more_kinds_look_alikes(text):
+    assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])

@@ -250,10 +250,11 @@ CONN_STR = re.compile(r"(?i)(?:^|[;\s\"'?&])(?:password|pwd)\s*=\s*([^;'\"\s&]{3
 CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n){0,400}?(?:\s-u|\s--user)\s+(?:(['\"])([^\s'\":<>]+):([^\s'\"<>]{2,})\1"
                   r"|(['\"]?)([^\s'\":<>]+)\4:(['\"]?)([^\s'\"<>]{2,})\6)")
 
-_KEYWORDS = (r"(?:passw(?:or)?d|passwd|pa?s{1,2}w(?:o?r)?d|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
-             r"private[_\-.]?key|priv[_\-.]?key|client[_\-.]?secret|credentials?|db[_\-.]?pass|account[_\-.]?key|"
-             r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|preshared[_\-.]?key|client[_\-.]?key|db[_\-.]?key|"
-             r"database[_\-.]?(?:key|pass)|pass[_\-.]?phrase|contrase[ñn]a|authorization)")
+# password, passwd, pswd, paswrd…; passphrase; secret(e); token; and detect-secrets' other key names
+_KEYWORDS = (r"(?:pa?s{1,2}w(?:o?r)?d|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?:[_\-.]?phrase|(?=[\s\"'_\-:=]))|secrete?|token|"
+             r"api[_\-.]?key|access[_\-.]?key|auth[_\-.]?key|priv(?:ate)?[_\-.]?key|client[_\-.]?(?:secret|key)|credentials?|"
+             r"(?:db|database)[_\-.]?(?:pass|key)|account[_\-.]?key|service[_\-.]?key|key[_\-.]?pass|preshared[_\-.]?key|"
+             r"contrase[ñn]a|authorization)")
 _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥|安全密钥|密碼|金鑰|密鑰|權杖)"
 ASSIGN = re.compile(
     r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?\]?)(?:\[\])?\s*"
@@ -261,6 +262,12 @@ ASSIGN = re.compile(
     r"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)"
     r"|(?P<uv>[^\s,;\"'`\n()](?:[^\s,;\"'`\n()]|,(?=[^\s,;\"'`\n()])){0,199}(?:[ ][^\s,;\"'`\n]+){0,6}))",
     re.I)
+# the same for a key around a Chinese keyword hit (tried first there: CJK letters are \w, and the
+# English branch would walk 64 of them back and forth at every hit)
+ASSIGN_ZH = re.compile(ASSIGN.pattern.replace(
+    r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})",
+    r"(?P<key>[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})"), re.I)
+assert ASSIGN_ZH.pattern != ASSIGN.pattern
 KEYWORD_FIND = re.compile(_KEYWORDS + "|" + _ZH_KEYS, re.I)
 KEYWORD_FIND_LOWER = re.compile(_KEYWORDS + "|" + _ZH_KEYS)  # on text.lower(): no IGNORECASE, much faster
 REVERSE_ASSIGN = re.compile(r"([\"'`])(?P<qv>[^\"'`\n]{4,200})\1\s*(?:===|!==|==|!=)\s*[\w.]*" + _KEYWORDS, re.I)
@@ -366,6 +373,7 @@ def _alpha_run(v: str, n: int = 6) -> bool:
     return any(low[i:i + n] in _ALPHA for i in range(len(low) - n + 1) if low[i].isalpha())
 
 
+_IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _RUN = re.compile(r"(.)\1{7,}")
 _WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}(?![a-z])")
 
@@ -683,11 +691,12 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     kw_iter = KEYWORD_FIND_LOWER.finditer(low) if len(low) == len(text) else KEYWORD_FIND.finditer(text)
     # ASSIGN is tried only where a key containing a keyword starts (the start of the identifier
     # around each keyword hit), not at every position of the line: linear in the text size
-    starts: list[tuple[int, int]] = []
+    starts: list[tuple[int, int, bool]] = []  # (key start, line end, Chinese keyword)
+    nl = -1  # the next line break after the current keyword (one search per line, not per hit)
     calls: list[tuple[int, int]] = []  # (key start, keyword end) where "(" follows a keyword
     for km in kw_iter:
         ce = km.end()
-        while ce < min(len(text), km.end() + 30) and (text[ce].isalnum() or text[ce] == "_"):
+        while ce < min(len(text), km.end() + 30) and text[ce] in _IDENT_CHARS:
             ce += 1  # secret_key(…), passwordHash(…): the identifier's end
         if text[ce:ce + 1] in ("(", ".") and "(" in text[ce:ce + 8]:
             cs = km.start()
@@ -701,15 +710,20 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             ks -= 1
         if starts and starts[-1][0] == ks:
             continue
-        le = text.find("\n", km.end())
-        starts.append((ks, len(text) if le < 0 else le))
+        if nl < km.end():
+            nl = text.find("\n", km.end())
+            if nl < 0:
+                nl = len(text)
+        starts.append((ks, nl, ord(km.group()[0]) >= 0x2E80))
 
     def assign_matches():
         last = -1
-        for ks, le in starts:
+        for ks, le, zh in starts:
             if ks < last:
                 continue
-            m = ASSIGN.match(text, ks, le)
+            m = (ASSIGN_ZH if zh else ASSIGN).match(text, ks, le)
+            if m is None and zh:
+                m = ASSIGN.match(text, ks, le)
             if m is not None:
                 last = m.end()
                 yield m

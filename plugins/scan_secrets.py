@@ -298,6 +298,7 @@ PASSWORD_HASH = re.compile(r"(?<![\w$])(\$1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{2
 # "Secret Key: AIhq5Xyb1Gga9Q3", "API token = …": a two-word label in prose; the value must look generated
 LABEL_PAIR = re.compile(r"(?i)(?<![\w-])(?P<key>(?:secret|api|access|auth|client|private|master|root)[ ](?:key|token|secret|password)"
                         r"|pass[ ]?phrase)[ \t]*[:=][ \t]*(?P<v>[A-Za-z0-9+/=_\-.~!@#%^&*]{8,200})(?![^\s,;])")
+LABEL_FIND = re.compile(r"(?<![\w-])(?:(?:secret|api|access|auth|client|private|master|root) (?:key|token|secret|password)|pass ?phrase)")
 # a PEM private key written as base64 (Kubernetes secrets, JSON configs): "LS0tLS1CRUdJTi" is "-----BEGIN"
 B64_PEM = re.compile(r"(?<![A-Za-z0-9+/])(LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}={0,2})")
 _WORD_PASSWORDS = frozenset({"password", "passwd", "secret", "pass", "pwd"})  # user:secret@host — a password all the same
@@ -803,8 +804,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"literal passed to {key[:30]}")
     if "<" in text:
-        for pat in (XML_ELEMENT, XML_ATTR):
-            for m in _on_lines(pat, text, ("<",), memo=memo):
+        for pat, needles in ((XML_ELEMENT, ("</",)), (XML_ATTR, ("value",))):
+            for m in _on_lines(pat, text, needles, low if pat is XML_ATTR else None, memo=memo):
                 key, val = m.group("key"), m.group("v").strip()
                 if _NOT_VALUE_KEY.search(key.strip()) or _NEGATED_KEY.match(key) or val.startswith(("$", "{", "%", "#{")):
                     continue
@@ -825,8 +826,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
     for m in _on_lines(PASSWORD_HASH, text, ("$1$", "$2", "$5$", "$6$"), memo=memo):
         add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (crypt)")
-    for m in _on_lines(LABEL_PAIR, text, (" key", " token", " secret", " password", "phrase", " Key", " Token", " KEY",
-                                          " TOKEN", " Secret", " SECRET", " Password", " PASSWORD"), memo=memo):
+    for lm in (LABEL_FIND.finditer(low) if len(low) == len(text) else ()):
+        m = LABEL_PAIR.match(text, lm.start())
+        if m is None:
+            continue
         val = m.group("v")
         if (re.search(r"\d", val) and re.search(r"[A-Za-z]", val) and shannon(val) >= 3.0 and _value_ok(val, quoted=True)
                 and not _reference(val)):

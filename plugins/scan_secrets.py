@@ -202,14 +202,20 @@ DS_KEYED: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
 ]
 
 
-_LOOSE_CHARSET = frozenset({"secret.vault-token", "secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key", "secret.nuget-api-key",
+_LOOSE_CHARSET = frozenset({"secret.supabase-token", "secret.wundergraph-key", "secret.docker-swarm-token", "secret.vault-token", "secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key", "secret.nuget-api-key",
                             "secret.newrelic-license-key"})
 
 
+_UNDERSCORE_PREFIXED = frozenset({"secret.supabase-token", "secret.wundergraph-key"})
+
+
 def _provider_ok(body: str) -> bool:
-    """A provider body from a wide charset looks generated: letters and digits, varied, not typed."""
-    return (bool(re.search(r"\d", body)) and bool(re.search(r"[A-Za-z]", body)) and len(set(body)) >= 10
-            and not _periodic(body) and not _alpha_run(body) and shannon(body) >= 3.2)
+    """A provider body from a wide charset looks generated: letters and digits, varied, not typed
+    (no alphabet or counting run, also when letters and digits are interleaved: a1b2c3d4…)."""
+    letters, digits = re.sub(r"[^A-Za-z]", "", body), re.sub(r"\D", "", body)
+    return (bool(digits) and bool(letters) and len(set(body)) >= 10 and not _periodic(body) and not _alpha_run(body)
+            and not _alpha_run(letters, 8) and not any(run in digits for run in ("1234567", "2345678", "3456789", "0123456"))
+            and shannon(body) >= 3.2)
 
 
 def _template_body(rule: str, tok: str) -> str:
@@ -240,7 +246,7 @@ NOT_A_USER = frozenset({"mailto", "email", "e-mail", "mail", "re", "fw", "fwd", 
 # SQL: CREATE/ALTER USER … IDENTIFIED BY pw; libcurl CURLOPT_(PROXY)USERPWD "user:pw"; curl --oauth2-bearer
 SQL_PW = re.compile(r"(?i)\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,120}?\bidentified\s+by\s+(?:password\s+)?"
                     r"(['\"]?)([^\s'\";]{4,128})\1"
-                    r"|\b(?:create|alter)\s+(?:user|role)\b[^;\n]{0,120}?\bpassword\s+(['\"]?)(?!null\b)([^\s'\";]{4,128})\3")
+                    r"|\b(?:create|alter)\s+(?:user|role)\b[^;\n]{0,120}?\bpassword\s+(['\"]?)(?!(?:null|expire|lock|unlock|reuse|history|require|default|valid|verify)\b)([^\s'\";]{4,128})\3")
 CURLOPT_PW = re.compile(r"CURLOPT_(?:PROXY)?USERPWD\s*,\s*\"[^\":\s]*:([^\"\s]{4,128})\"|CURLOPT_(?:PROXY)?PASSWORD\s*,\s*\"([^\"\s]{4,128})\"")
 OAUTH2_BEARER = re.compile(r"--oauth2-bearer[ =]+(['\"]?)([A-Za-z0-9+/=_\-.~]{8,512})\1")
 # .npmrc / .yarnrc: _authToken (a UUID for legacy npm tokens, which the generic rules pass over) and _auth
@@ -616,7 +622,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             if rule in _LOOSE_CHARSET and not _provider_ok(
                     tok.split(":")[-1] if rule == "secret.telegram-bot-token" else tok[:32] if rule == "secret.mailchimp-key"
                     else tok[:36] if rule == "secret.newrelic-license-key" else tok[3:] if rule == "secret.nuget-api-key"
-                    else tok.split(".", 1)[1] if rule == "secret.vault-token" else tok[2:]):
+                    else tok.split(".", 1)[1] if rule == "secret.vault-token" else tok.split("_")[-1] if rule in _UNDERSCORE_PREFIXED
+                    else tok[9:] if rule == "secret.docker-swarm-token" else tok[2:]):
                 continue
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
     # U+0130 is the one character whose lower case is two characters long

@@ -296,3 +296,12 @@ def test_more_kinds_from_independent_half_a(text, rule):
 ])
 def test_more_kinds_look_alikes(text):
     assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])
+
+
+@pytest.mark.parametrize("text", [
+    "ALTER USER 'app'@'%' PASSWORD EXPIRE INTERVAL 90 DAY;",   # an SQL clause, not a password
+    "sbp_" + "7558c5a93d6f38dd038df5cc2a7c3d4d7b" + "abcdef",   # typed run at the end
+    "--set global.licenseKey=" + "a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6q7r8" + "NRAL",  # interleaved alphabet and digits
+])
+def test_typed_provider_dummies(text):
+    assert not findings(text), (text, [(f.rule, f.excerpt) for f in findings(text)])

@@ -319,6 +319,8 @@ def speed(paths: list[Path], repeat: int = 3) -> list[str]:
 
 
 INDEPENDENT = REPO / "bench" / "data" / "secrets-credsweeper.jsonl"
+# every independent secrets set: CredSweeper (build_secrets_independent.py), Nosey Parker (build_secrets_noseyparker.py)
+INDEPENDENT_SETS = sorted((REPO / "bench" / "data").glob("secrets-*.jsonl"))
 
 
 def source_family(r: dict) -> str:
@@ -328,10 +330,14 @@ def source_family(r: dict) -> str:
 
 def run_independent(show_misses: bool) -> list[str]:
     """The independent secrets set (CredSweeper's test samples, bench/build_secrets_independent.py)."""
-    if not INDEPENDENT.exists():
-        return [f"\n(independent secrets set {INDEPENDENT} absent: run bench/build_secrets_independent.py)"]
-    lines = run_set(INDEPENDENT, None, show_misses, name="secrets")
-    lines[0] = lines[0].replace("### secrets (", "### secrets, independent: CredSweeper tests (", 1)
+    if not INDEPENDENT_SETS:
+        return [f"\n(independent secrets sets absent: run bench/build_secrets_independent.py, bench/build_secrets_noseyparker.py)"]
+    lines = []
+    for path in INDEPENDENT_SETS:
+        part = run_set(path, None, show_misses, name="secrets")
+        who = path.stem.replace("secrets-", "")
+        part[0] = part[0].replace("### secrets (", f"### secrets, independent: {who} tests (", 1)
+        lines += part
     return lines
 
 
@@ -351,14 +357,14 @@ def _f1(rows, preds) -> tuple[float, float, float]:
 def cross_validate(paths: list[Path], thresholds=(3.6, 3.9, 4.1, 4.3, 4.5, 4.7)) -> list[str]:
     """Leave-one-source-out choice of the high-entropy threshold (scan_secrets.ENTROPY_MIN).
 
-    Sources: detect-secrets and gitleaks (dev split) and CredSweeper (independent set). For each
+    Sources: detect-secrets and gitleaks (dev split), CredSweeper and Nosey Parker (independent sets). For each
     held-out source the threshold with the best F1 on the other two is chosen and scored on it."""
     rows = []
     for p in paths:
         if p.name.startswith("secrets."):
             rows += [json.loads(line) for line in p.open(encoding="utf-8")]
-    if INDEPENDENT.exists():
-        rows += [json.loads(line) for line in INDEPENDENT.open(encoding="utf-8")]
+    for path in INDEPENDENT_SETS:
+        rows += [json.loads(line) for line in path.open(encoding="utf-8")]
     keep = scan_secrets.ENTROPY_MIN
     preds = {}
     try:

@@ -9,13 +9,22 @@ Owns the rules ``secret.*``: provider keys (``aws-access-key``,
 ``telegram-bot-token``, ``discord-bot-token``, ``square-token``,
 ``facebook-token``, ``sourcegraph-token``, ``notion-token``,
 ``onepassword-token``, ``vault-token``, ``artifactory-key``, ``twilio-key``,
-``softlayer-key``),
+``softlayer-key``, ``teams-webhook``, ``mapbox-secret-token``, ``nuget-api-key``,
+``newrelic-license-key``, ``newrelic-user-key``, ``salesforce-token``,
+``doppler-token``, ``google-oauth-token``, ``supabase-token``,
+``discord-webhook``, ``docker-swarm-token``, ``akamai-token``,
+``wundergraph-key``), detect-secrets' keyed shapes (``cloudant-key``,
+``ibm-cloud-iam-key``, ``aws-secret-key``), ``provider-template`` (severity
+low: a detect-secrets provider shape filled with one repeated letter,
+``AKCxxxxxxxxxx``), ``password-hash`` (crypt(3) md5/bcrypt/sha-crypt),
 ``private-key`` (PEM/PGP/PuTTY blocks with a body), ``jwt`` (header must
 decode to JSON), ``url-credentials`` (``scheme://user:pass@host``),
 ``connection-string`` (``Password=`` in ADO/JDBC strings),
-``curl-credentials`` (``curl -u user:pass``), ``password-assignment``
-(password/secret/token/api-key lines, also Chinese keys 密码 口令 密钥 秘钥 令牌
-私钥 and ``：``), ``high-entropy`` (random-looking tokens, with filters for
+``curl-credentials`` (``curl -u user:pass``, libcurl options),
+``password-assignment`` (password/secret/token/api-key values in assignments,
+XML elements and attributes, secret-named calls, command-line options,
+``.netrc``, SQL user statements, also Chinese keys 密码 口令 密钥 秘钥 令牌 私钥
+and ``：``; token-like names take gitleaks' generic length/entropy floor), ``high-entropy`` (random-looking tokens, with filters for
 UUIDs, lock-file/checksum hashes, URLs and placeholders such as ``xxxx`` or
 ``<your-key>``).
 
@@ -74,19 +83,37 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.npm-token", "high", re.compile(_B + r"(npm_[A-Za-z0-9]{36})" + _E), 1),
     ("secret.pypi-token", "high", re.compile(_B + r"(pypi-AgE[A-Za-z0-9_\-]{50,})"), 1),
     ("secret.sendgrid-key", "high", re.compile(_B + r"(SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43})" + _E), 1),
-    ("secret.mailchimp-key", "high", re.compile(_B + r"([0-9a-f]{32}-us\d{1,2})" + _E), 1),
-    ("secret.telegram-bot-token", "high", re.compile(r"(?<![\w:])(\d{8,10}:AA[A-Za-z0-9_\-]{32,33})" + _E), 1),
+    # detect-secrets' charsets: Mailchimp [0-9a-z]{32}-usN, Telegram without the "AA" gitleaks expects,
+    # Twilio AC/SK + 32 lower-case alphanumerics (generated-looking values only: see _provider_ok)
+    ("secret.mailchimp-key", "high", re.compile(_B + r"([0-9a-z]{32}-us\d{1,2})" + _E), 1),
+    ("secret.telegram-bot-token", "high", re.compile(r"(?<![\w:])(\d{8,10}:[A-Za-z0-9_\-]{34,35})" + _E), 1),
     ("secret.discord-bot-token", "high", re.compile(_B + r"([MNOA][A-Za-z\d_\-]{23,25}\.[A-Za-z\d_\-]{6}\.[A-Za-z\d_\-]{27,38})(?![\w-])"), 1),
     ("secret.square-token", "high", re.compile(_B + r"(sq0(?:csp|atp)-[0-9A-Za-z\\\-_]{22,43})"), 1),
     ("secret.facebook-token", "high", re.compile(_B + r"(EAA[MC][A-Za-z0-9]{80,}|\d{15,16}(?:\||%7C)[0-9A-Za-z\-_]{27})" + _E), 1),
     ("secret.sourcegraph-token", "high", re.compile(_B + r"(sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}|sgp_[a-fA-F0-9]{40})" + _E), 1),
     ("secret.notion-token", "high", re.compile(_B + r"(ntn_\d{11}[A-Za-z0-9]{35})" + _E), 1),
     ("secret.onepassword-token", "high", re.compile(_B + r"(ops_eyJ[A-Za-z0-9+/=_\-]{100,})"), 1),
-    ("secret.vault-token", "high", re.compile(_B + r"(hvs\.[A-Za-z0-9_\-]{90,}|hvb\.[A-Za-z0-9_\-]{90,})"), 1),
+    ("secret.vault-token", "high", re.compile(_B + r"(hvs\.[A-Za-z0-9_\-]{90,}|hvb\.[A-Za-z0-9_\-]{90,}|hv[sbr]\.[A-Za-z0-9_\-]{24,89}(?![A-Za-z0-9_\-])"
+                                              r"|s\.CAES[A-Za-z0-9_\-]{60,})"), 1),
     ("secret.artifactory-key", "high", re.compile(_B + r"(AKCp[A-Za-z0-9]{69}|cmVmd[A-Za-z0-9]{59})" + _E), 1),
-    ("secret.twilio-key", "high", re.compile(_B + r"((?:AC|SK)[0-9a-f]{32})" + _E), 1),
+    ("secret.twilio-key", "high", re.compile(_B + r"((?:AC|SK)[0-9a-z]{32})" + _E), 1),
     ("secret.softlayer-key", "high", re.compile(r"api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/([a-z0-9]{64})" + _E, re.I), 1),
     ("secret.intra42-secret", "high", re.compile(_B + r"(s-s4t2(?:ud|af)-[a-f0-9]{64})" + _E), 1),
+    # shapes neither gitleaks' data nor the rules above cover (formats from the providers' documentation)
+    ("secret.teams-webhook", "high", re.compile(r"(?i)https://(?:outlook\.office(?:365)?\.com|[\w\-]+\.webhook\.office\.com)/webhook(?:b2)?/"
+                                                r"([0-9a-f\-]{36}@[0-9a-f\-]{36}/IncomingWebhook/[0-9a-f]{32}/[0-9a-f\-]{36})"), 1),
+    ("secret.mapbox-secret-token", "high", re.compile(_B + r"([st]k\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{20,})" + _E), 1),
+    ("secret.nuget-api-key", "high", re.compile(_B + r"(oy2[a-z0-9]{43})" + _E), 1),
+    ("secret.newrelic-license-key", "high", re.compile(_B + r"([a-z0-9]{36}NRAL)" + _E), 1),
+    ("secret.salesforce-token", "high", re.compile(_B + r"(00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{80,120})" + _E), 1),
+    ("secret.doppler-token", "high", re.compile(_B + r"(dp\.(?:st(?:\.[a-z0-9\-_]{2,35})?|sa|scim|audit|ct)\.[A-Za-z0-9]{40,44})" + _E), 1),
+    ("secret.google-oauth-token", "high", re.compile(_B + r"(ya29\.[A-Za-z0-9_\-]{30,}|1//0[A-Za-z0-9_\-]{40,})"), 1),
+    ("secret.supabase-token", "high", re.compile(_B + r"(sbp_(?:v0_)?[a-f0-9]{40})" + _E), 1),
+    ("secret.newrelic-user-key", "high", re.compile(_B + r"(NRAK-[A-Z0-9]{27})" + _E), 1),
+    ("secret.discord-webhook", "high", re.compile(r"discord(?:app)?\.com/api/webhooks/\d{17,20}/([A-Za-z0-9_\-]{60,70})" + _E), 1),
+    ("secret.docker-swarm-token", "high", re.compile(_B + r"(SWMTKN-1-[a-z0-9]{50}-[a-z0-9]{25})" + _E), 1),
+    ("secret.akamai-token", "high", re.compile(_B + r"(akab-[a-z0-9]{16}-[a-z0-9]{16})" + _E), 1),
+    ("secret.wundergraph-key", "high", re.compile(_B + r"(cosmo_[a-f0-9]{32})" + _E), 1),
 ]
 
 # Cheap substring gates: a provider rule runs only when one of its literal
@@ -112,18 +139,94 @@ PROVIDER_GATES: dict[str, tuple[str, ...]] = {
     "secret.pypi-token": ("pypi-AgE",),
     "secret.sendgrid-key": ("SG.",),
     "secret.mailchimp-key": ("-us",),
-    "secret.telegram-bot-token": (":AA",),
+    "secret.telegram-bot-token": (":",),
     "secret.square-token": ("sq0",),
     "secret.discord-bot-token": (".x.",),  # set by _DISCORD_GATE
     "secret.facebook-token": ("EAA", "|", "%7C"),
     "secret.sourcegraph-token": ("sgp_",),
     "secret.notion-token": ("ntn_",),
     "secret.onepassword-token": ("ops_eyJ",),
-    "secret.vault-token": ("hvs.", "hvb."),
+    "secret.vault-token": ("hvs.", "hvb.", "hvr.", "s.CAES"),
     "secret.artifactory-key": ("AKCp", "cmVmd"),
     "secret.twilio-key": ("AC", "SK"),
     "secret.intra42-secret": ("s-s4t2",),
+    "secret.teams-webhook": ("IncomingWebhook",),
+    "secret.mapbox-secret-token": ("sk.eyJ", "tk.eyJ"),
+    "secret.nuget-api-key": ("oy2",),
+    "secret.newrelic-license-key": ("NRAL",),
+    "secret.salesforce-token": ("00D",),
+    "secret.doppler-token": ("dp.",),
+    "secret.google-oauth-token": ("ya29.", "1//0"),
+    "secret.supabase-token": ("sbp_",),
+    "secret.newrelic-user-key": ("NRAK-",),
+    "secret.discord-webhook": ("/api/webhooks/",),
+    "secret.docker-swarm-token": ("SWMTKN-",),
+    "secret.akamai-token": ("akab-",),
+    "secret.wundergraph-key": ("cosmo_",),
 }
+
+# Provider shapes as detect-secrets (Apache-2.0) defines them, without an entropy check: its
+# Artifactory (AKC…, AP[0-9A-F]…), Twilio (AC/SK + 32), AWS key-id and Slack webhook regexes flag a
+# value of the full shape whatever its body. A body that is one letter repeated (AKCxxxxxxxxxx,
+# SKxxxx…, A3T0ZZZZ…, /Txxxx/Bxxxx/xxxx) is a template of the credential: reported as
+# ``secret.provider-template`` with severity low (masked, and allow-listable by rule id). An
+# all-caps ``XXXX`` body is the redaction convention gitleaks' fixtures treat as not a secret, and
+# stays unreported; other bodies of these legacy shapes need letters and digits.
+DS_SHAPES: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
+    ("secret.artifactory-key", re.compile(r'(?m)(?:(?<=[\s=:"])|^)(AKC[a-zA-Z0-9]{10,}|AP[\dA-F][a-zA-Z0-9]{8,})(?=[\s"]|$)'),
+     ("AKC", "AP")),
+    ("secret.twilio-key", re.compile(_B + r"((?:AC|SK)[a-z0-9]{32})" + _E), ("AC", "SK")),
+    ("secret.aws-access-key", re.compile(_B + r"((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16})" + _E),
+     ("A3T", "AKIA", "ASIA", "ABIA", "ACCA")),
+    ("secret.slack-webhook", re.compile(r"hooks\.slack\.com/services/(T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)", re.I),
+     ("hooks.slack.com",)),
+]
+
+
+# Keyed provider shapes as detect-secrets defines them (its build_assignment_regex: optional [ and
+# quotes around the key, = : := => :: or spaces, optional quotes around the value), flagged on shape
+# alone: Cloudant (24 lower-case letters or 64 hex), IBM Cloud IAM (44 token characters), SoftLayer
+# (64 lower-case alphanumerics), AWS secret access keys (40 base64 characters quoted after aws…key). Their typed test values (abcdefghij…, abcd1234…) pass, as in
+# detect-secrets; a value one character longer or shorter does not.
+_DS_ASSIGN = r"(?:(?<=\W)|^)\[?[\"']?(?:{p})[_\-]?(?:{k})[\"']?\]? *(?:=|:|:=|=>| +|::) *[\"']?"
+DS_KEYED: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
+    ("secret.cloudant-key", re.compile(_DS_ASSIGN.format(p=r"cloudant|clou|cl", k=r"(?:api)?(?:key|pwd|pw|password|pass|token)")
+                                       + r"([0-9a-f]{64}|[a-z]{24})(?![A-Za-z0-9])", re.I | re.M), ("key", "pw", "pass", "token")),
+    ("secret.ibm-cloud-iam-key", re.compile(_DS_ASSIGN.format(
+        p=r"(?:ibm[_\-]?cloud[_\-]?iam|cloud[_\-]?iam|ibm[_\-]?cloud|ibm[_\-]?iam|ibm|iam|cloud)[_\-]?(?:api)?",
+        k=r"key|pwd|password|pass|token")
+        + r"([a-zA-Z0-9_\-]{44})(?![a-zA-Z0-9_\-])", re.I | re.M), ("key", "pwd", "pass", "token")),
+    ("secret.aws-secret-key", re.compile(r"(?i)aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"]([0-9a-zA-Z/+]{40})['\"]"), ("aws",)),
+    ("secret.softlayer-key", re.compile(_DS_ASSIGN.format(p=r"(?:softlayer|sl)[_\-]?(?:api)?", k=r"key|pwd|password|pass|token")
+                                        + r"([a-z0-9]{64})(?![A-Za-z0-9])", re.I | re.M), ("key", "pwd", "pass", "token")),
+]
+
+
+_LOOSE_CHARSET = frozenset({"secret.supabase-token", "secret.wundergraph-key", "secret.docker-swarm-token", "secret.vault-token", "secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key", "secret.nuget-api-key",
+                            "secret.newrelic-license-key"})
+
+
+_UNDERSCORE_PREFIXED = frozenset({"secret.supabase-token", "secret.wundergraph-key"})
+
+
+def _provider_ok(body: str) -> bool:
+    """A provider body from a wide charset looks generated: letters and digits, varied, not typed
+    (no alphabet or counting run, also when letters and digits are interleaved: a1b2c3d4…)."""
+    letters, digits = re.sub(r"[^A-Za-z]", "", body), re.sub(r"\D", "", body)
+    return (bool(digits) and bool(letters) and len(set(body)) >= 10 and not _periodic(body) and not _alpha_run(body)
+            and not _alpha_run(letters, 8) and not any(run in digits for run in ("1234567", "2345678", "3456789", "0123456"))
+            and shannon(body) >= 3.2)
+
+
+def _template_body(rule: str, tok: str) -> str:
+    """The part of a provider-shaped token after its fixed prefix (the id letters of a webhook)."""
+    if rule == "secret.slack-webhook":
+        a, b, c = tok.split("/")
+        return a[1:] + b[1:] + c
+    if rule == "secret.aws-access-key":
+        return tok[4:]
+    return tok[3:] if rule == "secret.artifactory-key" else tok[2:]
+
 
 _DISCORD_GATE = re.compile(r"\.[A-Za-z\d_\-]{6}\.")  # id.timestamp.hmac: two dots six characters apart
 _ALL_GATES = frozenset(x for gates in PROVIDER_GATES.values() for x in gates)
@@ -131,7 +234,9 @@ _ALL_GATES = frozenset(x for gates in PROVIDER_GATES.values() for x in gates)
 PRIVATE_KEY = re.compile(
     r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----(.*?)(?:-----END[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----|\Z)"
     r"|PuTTY-User-Key-File-\d+:[^\n]*\n(?:[^\n]*\n){0,3}Private-Lines:\s*\d+\s*\n([\s\S]{20,400}?)(?:\n\S|\Z)", re.S)
-JWT = re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})")
+# the signature may be empty or absent (alg "none"; detect-secrets reads those too): then the
+# payload must decode to a JSON object as well
+JWT = re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]{8,}|\.?(?![A-Za-z0-9_\-])))")
 URL_CRED = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://([^\s:/@'\"<>]{1,64}):([^\s/@'\"<>]{2,128})@[\w.\-]+")
 # user:pass@host without a scheme (mysql -u admin:pw@db.internal, proxy settings): not an e-mail
 BARE_CRED = re.compile(r"(?<![\w.%/:@\-])([A-Za-z0-9._%\-]{1,64}):([^\s:/@'\"<>`]{6,128})@"
@@ -140,8 +245,9 @@ NOT_A_USER = frozenset({"mailto", "email", "e-mail", "mail", "re", "fw", "fwd", 
                         "reply-to", "sender", "author", "maintainer", "owner", "by", "at", "user", "login", "id"})
 # SQL: CREATE/ALTER USER … IDENTIFIED BY pw; libcurl CURLOPT_(PROXY)USERPWD "user:pw"; curl --oauth2-bearer
 SQL_PW = re.compile(r"(?i)\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,120}?\bidentified\s+by\s+(?:password\s+)?"
-                    r"(['\"]?)([^\s'\";]{4,128})\1")
-CURLOPT_PW = re.compile(r"CURLOPT_(?:PROXY)?USERPWD\s*,\s*\"[^\":\s]*:([^\"\s]{4,128})\"")
+                    r"(['\"]?)([^\s'\";]{4,128})\1"
+                    r"|\b(?:create|alter)\s+(?:user|role)\b[^;\n]{0,120}?\bpassword\s+(['\"]?)(?!(?:null|expire|lock|unlock|reuse|history|require|default|valid|verify)\b)([^\s'\";]{4,128})\3")
+CURLOPT_PW = re.compile(r"CURLOPT_(?:PROXY)?USERPWD\s*,\s*\"[^\":\s]*:([^\"\s]{4,128})\"|CURLOPT_(?:PROXY)?PASSWORD\s*,\s*\"([^\"\s]{4,128})\"")
 OAUTH2_BEARER = re.compile(r"--oauth2-bearer[ =]+(['\"]?)([A-Za-z0-9+/=_\-.~]{8,512})\1")
 # .npmrc / .yarnrc: _authToken (a UUID for legacy npm tokens, which the generic rules pass over) and _auth
 NPM_AUTH = re.compile(r"(?im)(?:^|[\s:])_auth(?:Token)?\s*[=:]\s*[\"']?([A-Za-z0-9+/=_\-.]{16,200})[\"']?\s*$")
@@ -150,15 +256,24 @@ CONN_STR = re.compile(r"(?i)(?:^|[;\s\"'?&])(?:password|pwd)\s*=\s*([^;'\"\s&]{3
 CURL = re.compile(r"\bcurl\b(?:[^\n]|\\\r?\n){0,400}?(?:\s-u|\s--user)\s+(?:(['\"])([^\s'\":<>]+):([^\s'\"<>]{2,})\1"
                   r"|(['\"]?)([^\s'\":<>]+)\4:(['\"]?)([^\s'\"<>]{2,})\6)")
 
-_KEYWORDS = (r"(?:passw(?:or)?d|passwd|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?=[\s\"'_\-:=])|secrete?|token|api[_\-.]?key|apikey|access[_\-.]?key|auth[_\-.]?key|"
-             r"private[_\-.]?key|priv[_\-.]?key|client[_\-.]?secret|credentials?|db[_\-.]?pass|account[_\-.]?key|"
-             r"service[_\-.]?key|secret[_\-.]?key|key[_\-.]?pass|contrase[ñn]a|authorization)")
+# password, passwd, pswd, paswrd…; passphrase; secret(e); token; and detect-secrets' other key names
+_KEYWORDS = (r"(?:pa?s{1,2}w(?:o?r)?d|pwd|pw(?<![a-z]pw)(?![a-z])|pass(?:[_\-.]?phrase|(?=[\s\"'_\-:=]))|secrete?|token|"
+             r"api[_\-.]?key|access[_\-.]?key|auth[_\-.]?key|priv(?:ate)?[_\-.]?key|client[_\-.]?(?:secret|key)|credentials?|"
+             r"(?:db|database)[_\-.]?(?:pass|key)|account[_\-.]?key|service[_\-.]?key|key[_\-.]?pass|preshared[_\-.]?key|"
+             r"contrase[ñn]a|authorization)")
 _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥|安全密钥|密碼|金鑰|密鑰|權杖)"
 ASSIGN = re.compile(
-    r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?)(?:\[\])?\s*"
-    r"(?P<op>:=|=>|===|!==|==|!=|=|:|：|\s(?=[@]?[\"'`]))\s*@?"
-    r"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)|(?P<uv>[^\s,;\"'`\n()]{1,200}(?:[ ][^\s,;\"'`\n]+){0,6}))",
+    r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?\]?)(?:\[\])?\s*"
+    r"(?P<op>:=|=>|->|===|!==|==|!=|=|:|：|\s(?=[@]?[\"'`]))\s*@?"
+    r"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)"
+    r"|(?P<uv>[^\s,;\"'`\n()](?:[^\s,;\"'`\n()]|,(?=[^\s,;\"'`\n()])){0,199}(?:[ ][^\s,;\"'`\n]+){0,6}))",
     re.I)
+# the same for a key around a Chinese keyword hit (tried first there: CJK letters are \w, and the
+# English branch would walk 64 of them back and forth at every hit)
+ASSIGN_ZH = re.compile(ASSIGN.pattern.replace(
+    r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})",
+    r"(?P<key>[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})"), re.I)
+assert ASSIGN_ZH.pattern != ASSIGN.pattern
 KEYWORD_FIND = re.compile(_KEYWORDS + "|" + _ZH_KEYS, re.I)
 KEYWORD_FIND_LOWER = re.compile(_KEYWORDS + "|" + _ZH_KEYS)  # on text.lower(): no IGNORECASE, much faster
 REVERSE_ASSIGN = re.compile(r"([\"'`])(?P<qv>[^\"'`\n]{4,200})\1\s*(?:===|!==|==|!=)\s*[\w.]*" + _KEYWORDS, re.I)
@@ -167,6 +282,32 @@ REVERSE_ASSIGN = re.compile(r"([\"'`])(?P<qv>[^\"'`\n]{4,200})\1\s*(?:===|!==|==
 KEY_SUFFIX_ASSIGN = re.compile(
     r"(?i)(?<![\w.\-])(?P<key>[a-z][\w.\-]*[_\-.]key)(?P<kq>[\"'`]?)\s*(?::=|=>|=|:)\s*(?P<q>[\"'`]?)"
     r"(?P<v>[A-Za-z0-9_\-+/=.~]{16,200})(?P=q)(?![A-Za-z0-9_\-+/=.~])")
+# password.assign("…"), set_password("…"), setPassword("…"): a literal handed to a secret-named
+# call (not SQL's upper-case PASSWORD('…') hash function, nor get_/find_/load_… look-ups by name)
+# (tried right after each keyword hit that a "(" follows: the key ends with the keyword)
+CALL_ARGS = re.compile(r"(?:\.assign)?\(\s*(?P<q>[\"'])(?P<v>[^\"'\n]{1,200})(?P=q)\s*[,)]")
+_LOOKUP_CALL = re.compile(r"(?i)^(?:get|find|load|read|fetch|lookup|query|has|is|delete|remove|del|validate|prompt|ask|input)")
+# XML / .NET config: <password>…</password>, <add key="Password" value="…"/>, <property name="…" value="…"/>
+XML_ELEMENT = re.compile(r"<(?P<key>[\w:.\-]{0,40}" + _KEYWORDS + r"[\w:.\-]{0,40})(?:\s[^<>]{0,200})?>(?P<v>[^<>\n]{1,200})</(?P=key)\s*>", re.I)
+XML_ATTR = re.compile(r"(?i)\b(?:key|name)\s*=\s*(?P<kq>[\"'])(?P<key>[^\"'<>\n]{0,40}" + _KEYWORDS + r"[^\"'<>\n]{0,40})(?P=kq)"
+                      r"\s+value\s*=\s*(?P<q>[\"'])(?P<v>[^\"'<>\n]{1,200})(?P=q)")
+# command-line options: --password Tr0ub4dor3x (space-separated; --password=… is an assignment),
+# mysql -pTr0ub4dor3x, .netrc "machine host login user password …"
+CLI_OPTION = re.compile(r"(?i)-(?:(?<=^-)|(?<=[^\w-]-))-?(?P<key>[\w-]{0,30}(?:password|passwd|pass|passphrase|token|secret|api-?key|access-key)[\w-]{0,20})[ \t]+"
+                        r"(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{6,200})(?P=q)(?![^\s])")
+MYSQL_P = re.compile(r"\bmysql(?:dump|admin|import|sh|check)?\b[^\n]{0,200}?\s-p(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
+PSEXEC_P = re.compile(r"(?i)\bpsexec(?:64)?(?:\.exe)?\b[^\n]{0,200}?\s-p\s+(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
+NETRC = re.compile(r"(?i)\bmachine\s+\S+\s+(?:login\s+\S+\s+)?password\s+(?P<v>\S{4,128})")
+# crypt(3) password hashes: md5-crypt, bcrypt, sha256/sha512-crypt (crackable offline: reported medium)
+PASSWORD_HASH = re.compile(r"(?<![\w$])(\$1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}"
+                           r"|\$[56]\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$(?:[./A-Za-z0-9]{86}|[./A-Za-z0-9]{43}))(?![\w./])")
+# "Secret Key: AIhq5Xyb1Gga9Q3", "API token = …": a two-word label in prose; the value must look generated
+LABEL_PAIR = re.compile(r"(?i)(?<![\w-])(?P<key>(?:secret|api|access|auth|client|private|master|root)[ ](?:key|token|secret|password)"
+                        r"|pass[ ]?phrase)[ \t]*[:=][ \t]*(?P<v>[A-Za-z0-9+/=_\-.~!@#%^&*]{8,200})(?![^\s,;])")
+LABEL_FIND = re.compile(r"(?<![\w-])(?:(?:secret|api|access|auth|client|private|master|root) (?:key|token|secret|password)|pass ?phrase)")
+# a PEM private key written as base64 (Kubernetes secrets, JSON configs): "LS0tLS1CRUdJTi" is "-----BEGIN"
+B64_PEM = re.compile(r"(?<![A-Za-z0-9+/])(LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}={0,2})")
+_WORD_PASSWORDS = frozenset({"password", "passwd", "secret", "pass", "pwd"})  # user:secret@host — a password all the same
 ZH_ASSIGN = re.compile(_ZH_KEYS + r"(?:\s*(?:[:：=]|是|为|為)\s*)(?P<uv>[!-~]{4,128})")
 
 ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-/+.=])([A-Za-z0-9_\-+/]{20,100}={0,2})(?![A-Za-z0-9_\-/+=])")
@@ -184,7 +325,7 @@ UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]
 HASH_CONTEXT = re.compile(r"(?i)(?:md5|sha\d*|checksum|chksum|hash|digest|integrity|commit|etag|rev(?:ision)?|"
                           r"version|resolved|nonce|salt|fingerprint|uuid|guid|_id\b|\bid\b|csrf|xsrf)[\w\-]*\W{0,4}$")
 PLACEHOLDER = re.compile(
-    r"(?i)^(?:<[^>]*>|\{\{.*\}\}|\$\{.*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\(?\w*\)?s|%[A-Z_]+%|\[[A-Z _-]+\]|"
+    r"(?i)^(?:<[^>]*>|\{\{.*\}\}|\$\{.*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\(?\w*\)?s|%[A-Z_]+%|@[A-Za-z_.]+@|\[[A-Z _-]+\]|"
     r"\*+|x{4,}|(.)\1{5,}|null|none|nil|true|false|undefined|changeme|change_me|password|passwd|secret|"
     r"empty|required|optional|string|str|int|bool|value|\.\.\.|…|todo|tbd|n/a)$")
 PLACEHOLDER_SUB = re.compile(r"(?i)x{5,}|(.)\1{7,}|\*{4,}|your[_\- ]?|<[a-z_\- ]+>|example|sample|dummy|fake|placeholder|insert[_\- ]|"
@@ -193,8 +334,35 @@ CODE_REF = re.compile(r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*(?:\(\))?$|^[A-Za-z_]\w*
                       r"^(?:os\.environ|process\.env|getenv|env)\b")
 
 
+# key names that detect-secrets' keyword plugin flags whatever the value's length (its DENYLIST,
+# plus pass/pw): password-like. Other secret names (token, access_key, credentials) take gitleaks'
+# generic-api-key floor on the value instead.
+_DS_KEY = re.compile(r"(?i)api[_\-.]?key|apikey|auth[_\-.]?key|service[_\-.]?key|account[_\-.]?key|db[_\-.]?key|database[_\-.]?key|"
+                     r"priv(?:ate)?[_\-.]?key|client[_\-.]?key|db[_\-.]?pass|database[_\-.]?pass|key[_\-.]?pass|passw(?:or)?d|pa?s{1,2}w(?:o?r)?d|pwd|"
+                     r"secret|contrase|pass(?![a-z])|pass[_\-.]?phrase|pw(?![a-z])|authorization")
+_ZH_KEY = re.compile(_ZH_KEYS)
+_YAML_TAG = re.compile(r"(?i)^!(?:vault|ref|sub|secret|env|getatt|join|findinmap|importvalue|select|split|base64|"
+                       r"include|reference|unsafe|encrypted)\b")
+_REL_PATH = re.compile(r"^(?:\.{1,2}/|~/|/(?:bin|etc|home|opt|tmp|usr|var|run)/)[\w./\-]+$")
+_SSH_PUBLIC = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$")
+# values that name or build a secret rather than hold one: $VAR… (detect-secrets' dollar-prefix
+# filter), paths and routes of two or more segments, ARNs, CSS selectors, string concatenation
+_REFERENCE_VALUE = re.compile(r"^(?:\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$)")
+_PATHISH = re.compile(r"^/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$")
+
+
+def _reference(val: str) -> bool:
+    """A value that names or builds a secret: see _REFERENCE_VALUE; or a path / route whose
+    segments are short (a base64 secret with a "/" has a long one)."""
+    if _REFERENCE_VALUE.match(val):
+        return True
+    return bool(_PATHISH.match(val)) and max(len(x) for x in val.strip("/").split("/")) <= 24
+
+
+_HEX_LITERAL = re.compile(r"(?i)^0x[0-9a-f]+$")  # a number (mask, flag), not a secret
+_PROSE = re.compile(r"^[A-Za-z][a-z]*(?: [a-z]+[,.]?){2,}$")  # "This is a query parameter": a sentence
 _NEGATED_KEY = re.compile(r"(?i)^(?:not|no|non|is|has|use|enable|disable)[_\-]")
-_AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey")
+_AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey", "ssws")
 _SLUG = re.compile(r"[a-z]{3,}(?:[\-_][a-z]{3,})+")
 
 
@@ -212,12 +380,17 @@ def _alpha_run(v: str, n: int = 6) -> bool:
     return any(low[i:i + n] in _ALPHA for i in range(len(low) - n + 1) if low[i].isalpha())
 
 
+_IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_RUN = re.compile(r"(.)\1{7,}")
 _WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}(?![a-z])")
 
 
 def _wordy(v: str) -> bool:
     """CamelCase / snake_case word concatenations (CSS classes, identifiers), not random tokens."""
-    covered = sum(len(m.group()) for m in _WORDY.finditer(v) if re.search(r"[aeiouy]", m.group(), re.I))
+    # a word is a letter run with a vowel that a digit does not touch: in a generated token
+    # (rtjjpu7wkpum3…) letter runs are cut by digits; in an identifier by case, "_", "-" or "."
+    covered = sum(len(m.group()) for m in _WORDY.finditer(v) if re.search(r"[aeiouy]", m.group(), re.I)
+                  and not v[m.start() - 1:m.start()].isdigit() and not v[m.end():m.end() + 1].isdigit())
     return covered >= 0.6 * len(v)
 
 
@@ -238,13 +411,29 @@ def _sequential(v: str) -> bool:
     return len(set(low)) <= 2 or low in "abcdefghijklmnopqrstuvwxyz0123456789" or low in "0123456789" * 3
 
 
-def _jwt_ok(tok: str) -> bool:
-    head = tok.split(".")[0]
+def _b64json(part: str):
     try:
-        data = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+        return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
     except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _jwt_ok(tok: str) -> bool:
+    parts = tok.split(".")
+    data = _b64json(parts[0])
+    if not (isinstance(data, dict) and ("alg" in data or "typ" in data)):
         return False
-    return isinstance(data, dict) and ("alg" in data or "typ" in data)
+    return len(parts) > 2 and len(parts[2]) >= 8 or isinstance(_b64json(parts[1]), dict)
+
+
+def _token_value_ok(key: str, val: str) -> bool:
+    """Password-like key names (detect-secrets' list, Chinese keys) take any value; other secret
+    names (token, access_key, credentials) need gitleaks' generic-api-key floor: at least 10
+    characters with entropy ≥ 3.5 (its token charset is not imposed: it cost real credentials
+    with other characters on the independent sets)."""
+    if _DS_KEY.search(key) or _ZH_KEY.search(key):
+        return True
+    return len(val) >= 10 and shannon(val) >= 3.5
 
 
 def _value_ok(v: str, *, quoted: bool) -> bool:
@@ -265,12 +454,25 @@ KEY_MAX = 64  # characters of a key name before its keyword
 ZH_KEY_MAX = 8  # the same in CJK text (数据库密码)
 
 
-def _on_lines(pat: re.Pattern, text: str, needles: tuple[str, ...], hay: str | None = None):
+def _on_lines(pat: re.Pattern, text: str, needles: tuple[str, ...], hay: str | None = None, memo: dict | None = None):
     """Matches of a single-line pattern, searched only when one of ``needles`` occurs in ``hay``
-    (``text`` or a same-length view of it) and, on long texts, only on the lines holding one."""
+    (``text`` or a same-length view of it) and, on long texts, only on the lines holding one.
+    ``memo``: a per-text dict remembering which needles occur (many rules share needles)."""
     hay = text if hay is None else hay
-    if not any(x in hay for x in needles):
-        return
+    if memo is None:
+        if not any(x in hay for x in needles):
+            return
+    else:
+        found = False
+        for x in needles:
+            k = (x, hay is text)
+            if k not in memo:
+                memo[k] = x in hay
+            if memo[k]:
+                found = True
+                break
+        if not found:
+            return
     if len(text) <= _WHOLE_TEXT_MAX:
         yield from pat.finditer(text)
         return
@@ -363,6 +565,7 @@ def _table_values(text: str):
 
 def scan_text(text: str, settings=None) -> list[Finding]:
     opts = scan_options(settings or {})
+    memo: dict = {}  # needle -> occurs, shared by the single-line rules
     index = LineIndex(text)
     out: list[Finding] = []
     taken: list[tuple[int, int]] = []
@@ -390,6 +593,14 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         body = m.group(1) if m.group(1) is not None else (m.group(2) or "")
         if len(re.sub(r"\s|-----.*?-----|^[\w-]+:.*$", "", body, flags=re.M)) >= 16:
             add("secret.private-key", "high", m.start(), m.end(), "private key block")
+    for m in _on_lines(B64_PEM, text, ("LS0tLS1CRUdJTi",), memo=memo):
+        blob = m.group(1)
+        try:
+            head = base64.b64decode(blob[:len(blob) // 4 * 4][:200] + "=" * 0).decode("ascii", "replace")
+        except ValueError:
+            continue
+        if "PRIVATE KEY" in head:
+            add("secret.private-key", "high", m.start(1), m.end(1), "private key block (base64-encoded PEM)")
     rejected: list[tuple[int, int]] = []  # provider-shaped values judged to be dummies
     present = {x for x in _ALL_GATES if x in text}
     if _DISCORD_GATE.search(text):
@@ -405,42 +616,70 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue
             if rule == "secret.slack-token":
                 nums = re.findall(r"-(\d+)(?=-)", tok)
-                if nums and all(_sequential(x) for x in nums):
+                if nums and all(_sequential(x) and len(x) >= 3 for x in nums):
                     rejected.append((m.start(g), m.end(g)))
                     continue  # xoxp-1234-1234-1234-…: dummy ids
+            if rule in _LOOSE_CHARSET and not _provider_ok(
+                    tok.split(":")[-1] if rule == "secret.telegram-bot-token" else tok[:32] if rule == "secret.mailchimp-key"
+                    else tok[:36] if rule == "secret.newrelic-license-key" else tok[3:] if rule == "secret.nuget-api-key"
+                    else tok.split(".", 1)[1] if rule == "secret.vault-token" else tok.split("_")[-1] if rule in _UNDERSCORE_PREFIXED
+                    else tok[9:] if rule == "secret.docker-swarm-token" else tok[2:]):
+                continue
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
-    for pat, needles, g, what in ((SQL_PW, ("identified", "IDENTIFIED", "Identified"), 2, "password in a SQL user statement"),
-                                  (CURLOPT_PW, ("CURLOPT_",), 1, "credentials in a libcurl option"),
-                                  (OAUTH2_BEARER, ("--oauth2-bearer",), 2, "bearer token on a curl command line")):
-        for m in _on_lines(pat, text, needles):
+    # U+0130 is the one character whose lower case is two characters long
+    low = (text.replace("\u0130", "I") if "\u0130" in text else text).lower()
+    for rule, pat, gates in DS_SHAPES:
+        if not any(x in (low if rule == "secret.slack-webhook" else text) for x in gates):
+            continue
+        for m in _provider_matches(pat, text, gates if rule != "secret.slack-webhook" else None):
+            tok = m.group(1)
+            body = _template_body(rule, tok)
+            if len(set(body)) == 1 and body[0].isalpha() and body[0] != "X":
+                add("secret.provider-template", "low", m.start(1), m.end(1),
+                    rule.split(".", 1)[1].replace("-", " ") + " shape filled with one repeated letter (a template)")
+            elif (rule == "secret.artifactory-key" and re.search(r"\d", body) and re.search(r"[A-Za-z]", body)
+                  and len(set(body)) >= 6 and not _periodic(body) and not _placeholder(body)):
+                add(rule, "medium", m.start(1), m.end(1), "artifactory credential (legacy shape)")
+    for rule, pat, needles in DS_KEYED:
+        for m in _on_lines(pat, text, needles, low, memo=memo):
+            val = m.group(1)
+            if not _sequential(val) and len(set(val)) > 4:
+                add(rule, "high", m.start(1), m.end(1), rule.split(".", 1)[1].replace("-", " ") + " (keyed shape)")
+    for pat, needles, gs, what in ((SQL_PW, ("identified", "IDENTIFIED", "Identified", "password", "PASSWORD", "Password"), (2, 4),
+                                    "password in a SQL user statement"),
+                                   (CURLOPT_PW, ("CURLOPT_",), (1, 2), "credentials in a libcurl option"),
+                                   (OAUTH2_BEARER, ("--oauth2-bearer",), (2,), "bearer token on a curl command line")):
+        for m in _on_lines(pat, text, needles, memo=memo):
+            g = next(i for i in gs if m.group(i) is not None)
             val = m.group(g)
             if _value_ok(val, quoted=True) and not val.startswith(("$", "%", "{", "<", ":")):
-                add("secret.password-assignment" if g == 2 and pat is SQL_PW else "secret.curl-credentials",
+                add("secret.password-assignment" if pat is SQL_PW else "secret.curl-credentials",
                     "high", m.start(g), m.end(g), what)
-    for m in _on_lines(NPM_AUTH, text, ("_auth",)):
+    for m in _on_lines(NPM_AUTH, text, ("_auth",), memo=memo):
         val = m.group(1)
         if not _placeholder(val) and not _sequential(val) and not _periodic(val) and re.search(r"\d", val):
             add("secret.npm-auth-token", "high", m.start(1), m.end(1), "npm registry credential (_authToken/_auth)")
-    for m in _on_lines(JWT, text, ("eyJ",)):
+    for m in _on_lines(JWT, text, ("eyJ",), memo=memo):
         if _jwt_ok(m.group(1)):
             add("secret.jwt", "high", m.start(1), m.end(1), "JSON Web Token")
-    for m in _on_lines(URL_CRED, text, ("://",)):
+    for m in _on_lines(URL_CRED, text, ("://",), memo=memo):
         pw = m.group(2)
-        if not _placeholder(pw) or pw.lower() in ("password", "passwd"):
+        if not _placeholder(pw) or pw.lower() in _WORD_PASSWORDS:
             if not (pw.startswith("$") or pw.startswith("%") or pw.startswith("{{") or pw.startswith("<")):
                 add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials in URL")
-    for m in _on_lines(BARE_CRED, text, ("@",)):
+    for m in _on_lines(BARE_CRED, text, ("@",), memo=memo):
         user, pw = m.group(1), m.group(2)
         if user.lower() in NOT_A_USER or not re.search(r"[A-Za-z]", user) or not _value_ok(pw, quoted=True):
             continue
         if pw.startswith(("$", "%", "{{", "<")):
             continue
         add("secret.url-credentials", "high", m.start(2), m.end(2), "credentials before a host name (user:password@host)")
-    # U+0130 is the one character whose lower case is two characters long
-    low = (text.replace("\u0130", "I") if "\u0130" in text else text).lower()
-    for m in _on_lines(CONN_STR, text, ("pwd", "password"), low):
-        if _value_ok(m.group(1), quoted=False):
-            add("secret.connection-string", "high", m.start(1), m.end(1), "password in connection string")
+    for m in _on_lines(CONN_STR, text, ("pwd", "password"), low, memo=memo):
+        val = m.group(1)
+        if "," in val and re.match(r"[A-Za-z_][\w\-]+(?:\.[\w\-]+)*\s*[=:]", val.split(",", 1)[1]):
+            val = val.split(",", 1)[0]  # password=abc,user=bob: a list of settings
+        if (_value_ok(val, quoted=False) or val.lower() in _WORD_PASSWORDS) and not val.startswith(("$", "(", "#{", "{", "%", "<")):
+            add("secret.connection-string", "high", m.start(1), m.start(1) + len(val), "password in connection string")
     for m in (CURL.finditer(text) if "curl" in text and (" -u" in text or "--user" in text) else ()):
         g = 3 if m.group(3) is not None else 7
         pw = m.group(g)
@@ -451,14 +690,27 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if rid in OWN_RULES:
             continue
         tok = text[gs:ge]
-        if _wordy(tok[6:]) or _periodic(tok) or _placeholder(tok) or _placeholder(tok[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3 or _alpha_run(tok, 8):
+        # a run the format itself holds (Twitter bearer / Dropbox long-lived tokens: AAAAAAAAAA…) is
+        # not a placeholder unless it fills a large part of the token
+        bare = _RUN.sub(lambda r: r.group() if len(r.group()) >= 0.4 * len(tok) else "", tok)
+        if _wordy(tok[6:]) or _periodic(tok) or _placeholder(bare) or _placeholder(bare[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3 or _alpha_run(tok, 8):
             continue  # a dummy of this shape; the generic rules may still judge the line
         add("secret." + rid, "high", gs, ge, rid.replace("-", " ") + " (gitleaks rule)")
     kw_iter = KEYWORD_FIND_LOWER.finditer(low) if len(low) == len(text) else KEYWORD_FIND.finditer(text)
     # ASSIGN is tried only where a key containing a keyword starts (the start of the identifier
     # around each keyword hit), not at every position of the line: linear in the text size
-    starts: list[tuple[int, int]] = []
+    starts: list[tuple[int, int, bool]] = []  # (key start, line end, Chinese keyword)
+    nl = -1  # the next line break after the current keyword (one search per line, not per hit)
+    calls: list[tuple[int, int]] = []  # (key start, keyword end) where "(" follows a keyword
     for km in kw_iter:
+        ce = km.end()
+        while ce < min(len(text), km.end() + 30) and text[ce] in _IDENT_CHARS:
+            ce += 1  # secret_key(…), passwordHash(…): the identifier's end
+        if text[ce:ce + 1] in ("(", ".") and "(" in text[ce:ce + 8]:
+            cs = km.start()
+            while cs > max(0, km.start() - 40) and (text[cs - 1].isalnum() or text[cs - 1] == "_"):
+                cs -= 1
+            calls.append((cs, ce))
         ks = km.start()
         # a key name is short: never walk back over a whole paragraph (CJK text has no spaces)
         floor = max(0, ks - (ZH_KEY_MAX if ks and ord(text[ks - 1]) >= 0x2E80 else KEY_MAX))
@@ -466,15 +718,20 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             ks -= 1
         if starts and starts[-1][0] == ks:
             continue
-        le = text.find("\n", km.end())
-        starts.append((ks, len(text) if le < 0 else le))
+        if nl < km.end():
+            nl = text.find("\n", km.end())
+            if nl < 0:
+                nl = len(text)
+        starts.append((ks, nl, ord(km.group()[0]) >= 0x2E80))
 
     def assign_matches():
         last = -1
-        for ks, le in starts:
+        for ks, le, zh in starts:
             if ks < last:
                 continue
-            m = ASSIGN.match(text, ks, le)
+            m = (ASSIGN_ZH if zh else ASSIGN).match(text, ks, le)
+            if m is None and zh:
+                m = ASSIGN.match(text, ks, le)
             if m is not None:
                 last = m.end()
                 yield m
@@ -505,8 +762,19 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 if _placeholder(val) or val.startswith(("$", "{", "<", "%")):
                     continue
         if not quoted:
-            if m.group("op").isspace():
-                continue
+            if m.group("op").isspace() or m.group("op") in ("=>", "->"):
+                continue  # 'password' => SOME_CONSTANT: an identifier (arrays quote their strings)
+            if not _DS_KEY.search(key) and (_PROSE.match(val) or _PROSE.match(
+                    text[start:text.find("\n", start) if "\n" in text[start:] else len(text)].strip())):
+                continue  # Enter token : This is a query parameter — prose after a label (password-like keys
+                # keep detect-secrets' reading: the rest of the line is the value)
+            if "," in val:
+                head, tail = val.split(",", 1)
+                if re.match(r"[A-Za-z_][\w\-]+(?:\.[\w\-]+)*\s*[=:]", tail):
+                    val = head  # password=abc,user=bob: a list of settings, not one value
+            nxt_ch = text[m.end("uv"):m.end("uv") + 1]
+            if val.endswith("[") or (nxt_ch in ("(", "[") and " " not in val):
+                continue  # an indirect reference: request.headers["X-Secret"], Token(user)
             first = val.split(" ")[0]
             if len(val.split(" ")) > 1 and not re.search(r"[_\-.]", key) and not key.islower():
                 val = first  # prose after a bare key: keep only the first token
@@ -514,18 +782,65 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue
             if _SLUG.fullmatch(val):
                 continue  # lower-case words joined by - or _ ("shorter-version"): an identifier
+            if _YAML_TAG.match(val) or _REL_PATH.match(val):
+                continue  # password: !vault |, token: !Ref Param; pass: ./scripts/pass.sh
+            if val.split(" ")[0].lower() == re.split(r"[.\[]", key)[-1].lower().strip("\"'`]"):
+                continue  # pass = pass + 1, token = token.strip(): the variable itself
+        if not _token_value_ok(key, val):
+            continue  # token / access_key / credentials: gitleaks' generic floor
+        if _reference(val) or _HEX_LITERAL.match(val):
+            continue  # $VAR…, a path, a route, an ARN, a CSS selector, "+ concatenation +": not the value
         if _value_ok(val, quoted=quoted):
             sev = "high" if (quoted or len(val) >= 8) else "medium"
             add("secret.password-assignment", sev, start, start + len(val), f"value assigned to {key[:30]}")
     for m in (REVERSE_ASSIGN.finditer(text) if ("==" in text or "!=" in text) else ()):
-        if _value_ok(m.group("qv"), quoted=True):
+        if _value_ok(m.group("qv"), quoted=True) and _token_value_ok(m.group(0)[m.end("qv") - m.start():], m.group("qv")):
             add("secret.password-assignment", "high", m.start("qv"), m.end("qv"), "compared with a secret variable")
     if "key" in low:
-        for m in _on_lines(KEY_SUFFIX_ASSIGN, text, ("key",), low):
+        for m in _on_lines(KEY_SUFFIX_ASSIGN, text, ("key",), low, memo=memo):
             val = m.group("v")
             if (_value_ok(val, quoted=bool(m.group("q"))) and not _NEGATED_KEY.match(m.group("key"))
                     and re.search(r"\d", val) and re.search(r"[A-Za-z]", val) and not HASH_CONTEXT.search(m.group("key"))):
                 add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"value assigned to {m.group('key')[:30]}")
+    for cs, ce in calls:
+        m = CALL_ARGS.match(text, ce)
+        if m is not None:
+            key, val = text[cs:ce], m.group("v")
+            if (_LOOKUP_CALL.match(key) or key.isupper() or not _token_value_ok(key, val) or _NOT_VALUE_KEY.search(key) or _NEGATED_KEY.match(key) or _SLUG.fullmatch(val)
+                    or CODE_REF.match(val) or val.startswith(("$", "{", "<", "%")) or not _value_ok(val, quoted=True)):
+                continue
+            add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"literal passed to {key[:30]}")
+    if "<" in text:
+        for pat, needles in ((XML_ELEMENT, ("</",)), (XML_ATTR, ("value",))):
+            for m in _on_lines(pat, text, needles, low if pat is XML_ATTR else None, memo=memo):
+                key, val = m.group("key"), m.group("v").strip()
+                if _NOT_VALUE_KEY.search(key.strip()) or _NEGATED_KEY.match(key) or val.startswith(("$", "{", "%", "#{")):
+                    continue
+                if _value_ok(val, quoted=True) and not (" " in val and pat is XML_ELEMENT) and _token_value_ok(key, val):
+                    vs = m.start("v") + m.group("v").index(val)
+                    add("secret.password-assignment", "high", vs, vs + len(val), f"value of {key[:30]}")
+    for pat, needles, what in ((CLI_OPTION, ("-",), "command-line option"), (MYSQL_P, ("mysql",), "mysql -p option"), (PSEXEC_P, ("psexec", "PsExec", "PSEXEC"), "psexec -p option"),
+                               (NETRC, ("machine",), ".netrc entry")):
+        for m in _on_lines(pat, text, needles, memo=memo):
+            val = m.group("v")
+            if val.startswith(("-", "$", "<", "{", "%", "/", "~", ".")) or not _value_ok(val, quoted=True):
+                continue
+            if pat is CLI_OPTION and (_NOT_VALUE_KEY.search(m.group("key")) or _NEGATED_KEY.match(m.group("key"))
+                                      or not _token_value_ok(m.group("key"), val)
+                                      or _SLUG.fullmatch(val) or CODE_REF.match(val)
+                                      or not (re.search(r"\d|[^\w]", val) or (val != val.lower() and val != val.upper()))):
+                continue
+            add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
+    for m in _on_lines(PASSWORD_HASH, text, ("$1$", "$2", "$5$", "$6$"), memo=memo):
+        add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (crypt)")
+    for lm in (LABEL_FIND.finditer(low) if len(low) == len(text) else ()):
+        m = LABEL_PAIR.match(text, lm.start())
+        if m is None:
+            continue
+        val = m.group("v")
+        if (re.search(r"\d", val) and re.search(r"[A-Za-z]", val) and shannon(val) >= 3.0 and _value_ok(val, quoted=True)
+                and not _reference(val)):
+            add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"value after the label {m.group('key')[:30]}")
     for m in ZH_ASSIGN.finditer(text):
         val = m.group("uv").rstrip("。，,.;；")
         if _value_ok(val, quoted=False) and not CODE_REF.match(val):
@@ -568,7 +883,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue  # a provider's shape that its own rule did not accept (wrong length or charset)
         if tok.startswith(("pk_live_", "pk_test_")) or _alpha_run(core) or _wordy(core) or in_public_block(s):
             continue  # Stripe publishable key (public by design); typed dummy; identifier; public key / certificate
-        if HASH_CONTEXT.search(text[max(0, s - 30):s]):
+        if HASH_CONTEXT.search(text[max(0, s - 30):s]) or _SSH_PUBLIC.search(text[max(0, s - 40):s]):
             continue
         add("secret.high-entropy", "medium", s, e, "high-entropy token")
     for m in HEX_TOKEN.finditer(text):

@@ -109,7 +109,7 @@ HEX40 = "6d2fa" + "beb6a" + "dd229" + "bc199" + "faba2" + "8fd3e" + "fb57d" + "f
     ("curl -s --user 'api:" + "d2LkV78zLx!t" + "' https://api.example.net/v2/messages", "secret.curl-credentials"),
     ("curl https://api.example.com/oauth2/token \\\n  --user c28wlsos:" + "qgsnai0xokrw4j1" + " --data x=1",
      "secret.curl-credentials"),
-    ('ibm_iam_key:= "' + "abcd1234" * 4 + "ABCD1234" * 1 + '--__"', "secret.password-assignment"),
+    ('ibm_iam_key:= "' + "abcd1234" * 4 + "ABCD1234" * 1 + '--__"', "secret.ibm-cloud-iam-key"),  # detect-secrets keyed shape
     ("cloud-key: " + "Zq8" + "Lm2Wx9Pt4Rv7Ks1" + "Nd6", "secret.password-assignment"),
     ('clou_pw = "' + "ab12" * 10 + '"', "secret.password-assignment"),
     ("http://api.softlayer.com/soap/v3/" + "ab12" * 16, "secret.softlayer-key"),

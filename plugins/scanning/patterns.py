@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 
 
-
-__all__ = ['PatternSet', 'chunks', 'literal_anchors', 'may_match']
+__all__ = ['PatternSet', 'chunks', 'exact_anchors', 'literal_anchors', 'may_match']
 
 # --------------------------------------------------------------------------
 # literal anchors: skip a regex on text that cannot match it
@@ -82,6 +81,15 @@ def may_match(anchors: tuple[str, ...] | None, text: str) -> bool:
     return anchors is None or any(a in text for a in anchors)
 
 
+def exact_anchors(pattern: re.Pattern) -> tuple[str, ...] | None:
+    """:func:`literal_anchors` when they are exact, i.e. the pattern is case-sensitive and has no
+    upper-case letter (so lower-casing its literals changed nothing): ``may_match(anchors,
+    text)`` False then proves ``pattern`` has no match in ``text``. None otherwise."""
+    if pattern.flags & re.IGNORECASE or pattern.pattern != pattern.pattern.lower():
+        return None
+    return literal_anchors(pattern, min_len=1)
+
+
 _WORD_START = re.compile(r"[a-z]+")
 
 
@@ -96,6 +104,9 @@ class PatternSet:
     without a usable prefix run with ``finditer``. The result equals
     ``finditer`` for each pattern (leftmost, non-overlapping matches), but
     the cost no longer grows with the number of patterns times the text size.
+
+    Several sets run on the same text can share one walk over its word starts
+    (:class:`.wordscan.WordScan`).
     """
 
     def __init__(self, patterns: list[re.Pattern]):
@@ -124,6 +135,10 @@ class PatternSet:
         self._char_scan = re.compile("[" + "".join(sorted({re.escape(a[0]) for a in self.char})) + "]") if self.char else None
         self._wcache: dict[str, tuple[int, ...]] = {}
         self._ccache: dict[str, tuple[int, ...]] = {}
+        self.word_lens = self._word_lens
+        self.word_width = self._word_lens[0] if self._word_lens else 0
+        self.shared_scan = None  # (WordScan, index) when a WordScan walks the word starts for this set
+        self._always = set(self.always)
 
     @staticmethod
     def _ids(key: str, table: dict[str, list[int]], lens: list[int], cache: dict) -> tuple[int, ...]:
@@ -136,33 +151,52 @@ class PatternSet:
         cache[key] = ids
         return ids
 
+    def _word_candidates(self, text: str) -> list[list[int]]:
+        """Positions per pattern (index-aligned) where a word start holds one of its prefixes."""
+        if self.shared_scan is not None:
+            scan, k = self.shared_scan
+            return scan.candidates(text, k)
+        cands: list[list[int]] = [[] for _ in self.patterns]
+        lens, cache = self._word_lens, self._wcache
+        width = lens[0]
+        get = cache.get
+        for m in _WORD_START.finditer(text):
+            p = m.start()
+            key = text[p:p + width]
+            ids = get(key)
+            if ids is None:
+                ids = self._ids(key, self.word, lens, cache)
+            for i in ids:
+                cands[i].append(p)
+        return cands
+
     def finditer_all(self, text: str, only: set[int] | None = None) -> list[list[re.Match]]:
         """Matches of every pattern (index-aligned with ``patterns``)."""
         n = len(self.patterns)
-        cands: list[list[int]] = [[] for _ in range(n)]
-        for table, lens, cache, scan in ((self.word, self._word_lens, self._wcache, _WORD_START),
-                                         (self.char, self._char_lens, self._ccache, self._char_scan)):
-            if not table:
-                continue
+        out: list[list[re.Match]] = [[] for _ in range(n)]
+        live = range(n) if only is None else sorted(only)
+        cands = self._word_candidates(text) if self.word else None
+        ccands: dict[int, list[int]] = {}
+        if self.char:
+            lens, cache = self._char_lens, self._ccache
             width = lens[0]
             get = cache.get
-            for m in scan.finditer(text):
+            for m in self._char_scan.finditer(text):
                 p = m.start()
                 key = text[p:p + width]
                 ids = get(key)
                 if ids is None:
-                    ids = self._ids(key, table, lens, cache)
+                    ids = self._ids(key, self.char, lens, cache)
                 for i in ids:
-                    cands[i].append(p)
-        out: list[list[re.Match]] = [[] for _ in range(n)]
-        for i in range(n):
-            if only is not None and i not in only:
-                continue
+                    ccands.setdefault(i, []).append(p)
+        for i in live:
             pat = self.patterns[i]
-            if i in self.always:
+            if i in self._always:
                 out[i] = list(pat.finditer(text))
                 continue
-            ps = cands[i]
+            ps = cands[i] if cands is not None else ()
+            if i in ccands:
+                ps = ps + ccands[i] if ps else ccands[i]
             if not ps:
                 continue
             if i in self._mixed and len(ps) > 1:

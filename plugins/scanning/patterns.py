@@ -19,8 +19,22 @@ except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 
-def _prefixes(items, acc: str, out: set, limit: int = 4, min_len: int = 2) -> bool:
-    """Collect the literal prefixes (≤ limit chars) every match must start with."""
+# every character ``\s`` matches (all are below U+3001): a prefix may end in any one of them
+_SPACES = tuple(ch for ch in map(chr, range(0x3001)) if re.match(r"\s", ch))
+_REPEATS = tuple(getattr(_sre_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_sre_c, n))
+
+
+def _is_space(op, av) -> bool:
+    """True for ``\s`` or ``\s+`` (one or more): the next character is a white space."""
+    if op in _REPEATS and av[0] >= 1 and len(av[2]) == 1:
+        op, av = list(av[2])[0]
+    return op is _sre_c.IN and list(av) == [(_sre_c.CATEGORY, _sre_c.CATEGORY_SPACE)]
+
+
+def _prefixes(items, acc: str, out: set, limit: int = 4, min_len: int = 2, space: bool = False) -> bool:
+    """Collect the literal prefixes (≤ limit chars) every match must start with. ``space``: a
+    prefix followed by ``\s``/``\s+`` ends with each white-space character (``i\s+am`` gives
+    ``"i "``, ``"i\n"``, ...), so a word that merely starts with ``i`` is not a candidate."""
     for i, (op, av) in enumerate(items):
         if len(acc) >= limit:
             out.add(acc)
@@ -32,13 +46,16 @@ def _prefixes(items, acc: str, out: set, limit: int = 4, min_len: int = 2) -> bo
             continue
         if op is _sre_c.IN and 1 <= len(av) <= 8 and all(o is _sre_c.LITERAL for o, _ in av):
             rest = list(items[i + 1:])  # (?:a|b) compiled to a character set
-            return all(_prefixes([(_sre_c.LITERAL, c)] + rest, acc, out, limit, min_len) for _, c in av)
+            return all(_prefixes([(_sre_c.LITERAL, c)] + rest, acc, out, limit, min_len, space) for _, c in av)
         if op is _sre_c.SUBPATTERN:
             rest = list(items[i + 1:])
-            return _prefixes(list(av[-1]) + rest, acc, out, limit, min_len)
+            return _prefixes(list(av[-1]) + rest, acc, out, limit, min_len, space)
         if op is _sre_c.BRANCH:
             rest = list(items[i + 1:])
-            return all(_prefixes(list(alt) + rest, acc, out, limit, min_len) for alt in av[1])
+            return all(_prefixes(list(alt) + rest, acc, out, limit, min_len, space) for alt in av[1])
+        if space and acc and _is_space(op, av):
+            out.update(acc + ws for ws in _SPACES)
+            return True
         break
     if len(acc) >= min_len or (acc and ord(acc[0]) >= 0x2E80):
         out.add(acc)
@@ -54,11 +71,12 @@ def _parsed(pattern: re.Pattern) -> list | None:
     return list(parsed.data if hasattr(parsed, "data") else parsed)
 
 
-def literal_anchors(pattern: re.Pattern, min_len: int = 2) -> tuple[str, ...] | None:
-    """Lower-case literal prefixes one of which every match starts with; None if unknown."""
+def literal_anchors(pattern: re.Pattern, min_len: int = 2, space: bool = False) -> tuple[str, ...] | None:
+    """Lower-case literal prefixes one of which every match starts with; None if unknown.
+    ``space``: prefixes may end with the white-space character a ``\s`` matches."""
     data = _parsed(pattern)
     out: set[str] = set()
-    if data is None or not _prefixes(data, "", out, min_len=min_len):
+    if data is None or not _prefixes(data, "", out, min_len=min_len, space=space):
         return None
     return tuple(sorted(out))
 
@@ -117,7 +135,7 @@ class PatternSet:
         for i, pat in enumerate(self.patterns):
             data = _parsed(pat)
             word_mode = data is not None and _starts_at_boundary(data)
-            anchors = literal_anchors(pat, min_len=1)
+            anchors = literal_anchors(pat, min_len=1, space=True)
             if anchors is not None and not word_mode and any(len(a) == 1 and a.isascii() and a.isalnum() for a in anchors):
                 anchors = None  # a one-letter prefix anywhere would gate nothing
             if anchors is None:

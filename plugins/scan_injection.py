@@ -57,8 +57,9 @@ KIND = "injection"
 _LEET = str.maketrans("0134579@$8€|+!ь6", "oieastgasbeitibg")
 _LC = r"[a-z0-9@$€|+!ь]"  # letters and the symbols leetspeak puts in their place
 _LEET_TOKEN = re.compile(r"(?<![a-z0-9@$€|+!ь])(?=" + _LC + r"*[a-z])(?=" + _LC + r"*[0-9@$€|+!ь])" + _LC + r"{2,}(?![a-z0-9@$€|+!ь])")
-_LEET_GATE = re.compile(r"[a-z][0-9@$€|+!ь]|[0-9@$€|+!ь][a-z]")  # a letter next to a digit/symbol: cheap test first
-_INWORD_HYPHEN = re.compile(r"(?<=[a-z])-{1,4}(?=[a-z])")
+# a letter next to a digit/symbol: cheap test first (starts with the symbol class: searched in C)
+_LEET_GATE = re.compile(r"[0-9@$€|+!ь](?:(?<=[a-z].)|(?=[a-z]))")
+_INWORD_HYPHEN = re.compile(r"-(?<=[a-z]-)-{0,3}(?=[a-z])")  # = (?<=[a-z])-{1,4}(?=[a-z]), searched faster
 _REVERSED_HINT = re.compile(r"snoitcurtsni|erongi|tpmorp|suoiverp|drager")
 _ROT13_HINT = re.compile(r"\b(?:vtaber|vafgehpgvbaf?|cerivbhf|qvfertneq|flfgrz\s+cebzcg|wnvyoernx|qrirybcre\s+zbqr)\b")
 _PCT_SPACE = re.compile(r"%20")

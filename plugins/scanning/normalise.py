@@ -160,8 +160,11 @@ def normalize(text: str, *, despace: bool = True) -> View:
 
 
 # cheap test before the (slower, look-behind first) spaced-letters rewrite: three single
-# letters each followed by a separator
-_SPACED_GATE = re.compile(r"(?:[^\W\d_][ \t.\-_*·|/]{1,2}){3}[^\W\d_]")
+# letters each followed by a separator, i.e. (?:[^\W\d_][ \t.\-_*·|/]{1,2}){3}[^\W\d_], written
+# to start at the first separator (a character class: the search skips letters in C). It
+# holds on the same lines as that pattern, which is all its callers use it for.
+_SPACED_GATE = re.compile(r"[ \t.\-_*·|/](?<=[^\W\d_][ \t.\-_*·|/])[ \t.\-_*·|/]?[^\W\d_]"
+                          r"[ \t.\-_*·|/]{1,2}[^\W\d_][ \t.\-_*·|/]{1,2}[^\W\d_]")
 
 
 _HAS_HAN = re.compile(r"[\u3400-\u9fff]")

@@ -25,14 +25,14 @@ _REPEATS = tuple(getattr(_sre_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSE
 
 
 def _is_space(op, av) -> bool:
-    """True for ``\s`` or ``\s+`` (one or more): the next character is a white space."""
+    r"""True for ``\s`` or ``\s+`` (one or more): the next character is a white space."""
     if op in _REPEATS and av[0] >= 1 and len(av[2]) == 1:
         op, av = list(av[2])[0]
     return op is _sre_c.IN and list(av) == [(_sre_c.CATEGORY, _sre_c.CATEGORY_SPACE)]
 
 
 def _prefixes(items, acc: str, out: set, limit: int = 4, min_len: int = 2, space: bool = False) -> bool:
-    """Collect the literal prefixes (≤ limit chars) every match must start with. ``space``: a
+    r"""Collect the literal prefixes (≤ limit chars) every match must start with. ``space``: a
     prefix followed by ``\s``/``\s+`` ends with each white-space character (``i\s+am`` gives
     ``"i "``, ``"i\n"``, ...), so a word that merely starts with ``i`` is not a candidate."""
     for i, (op, av) in enumerate(items):
@@ -56,6 +56,9 @@ def _prefixes(items, acc: str, out: set, limit: int = 4, min_len: int = 2, space
         if space and acc and _is_space(op, av):
             out.update(acc + ws for ws in _SPACES)
             return True
+        if space and acc and op in _REPEATS and av[0] == 0 and _is_space(_REPEATS[0], (1, av[1], av[2])):
+            out.update(acc + ws for ws in _SPACES)  # \s*: a white space, or what follows it
+            return _prefixes(list(items[i + 1:]), acc, out, limit, min_len, space)
         break
     if len(acc) >= min_len or (acc and ord(acc[0]) >= 0x2E80):
         out.add(acc)
@@ -72,7 +75,7 @@ def _parsed(pattern: re.Pattern) -> list | None:
 
 
 def literal_anchors(pattern: re.Pattern, min_len: int = 2, space: bool = False) -> tuple[str, ...] | None:
-    """Lower-case literal prefixes one of which every match starts with; None if unknown.
+    r"""Lower-case literal prefixes one of which every match starts with; None if unknown.
     ``space``: prefixes may end with the white-space character a ``\s`` matches."""
     data = _parsed(pattern)
     out: set[str] = set()

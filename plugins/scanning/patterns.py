@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-
+from itertools import compress
 
 __all__ = ['PatternSet', 'chunks', 'exact_anchors', 'literal_anchors', 'may_match']
 
@@ -195,7 +195,6 @@ class PatternSet:
         """Matches of every pattern (index-aligned with ``patterns``)."""
         n = len(self.patterns)
         out: list[list[re.Match]] = [[] for _ in range(n)]
-        live = range(n) if only is None else sorted(only)
         cands = self._word_candidates(text) if self.word else None
         ccands: dict[int, list[int]] = {}
         if self.char:
@@ -210,6 +209,12 @@ class PatternSet:
                     ids = self._ids(key, self.char, lens, cache)
                 for i in ids:
                     ccands.setdefault(i, []).append(p)
+        # only the patterns with a candidate position (or none to look for) are visited
+        live = set(compress(range(n), cands)) if cands is not None else set()
+        live.update(ccands)
+        live.update(self._always)
+        if only is not None:
+            live &= only
         for i in live:
             pat = self.patterns[i]
             if i in self._always:

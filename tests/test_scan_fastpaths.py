@@ -93,7 +93,8 @@ def test_pattern_set_equals_plain_finditer(k):
 def test_shared_word_walk_equals_each_sets_own_walk():
     shared = [ps for ps in SETS if ps.shared_scan is not None]
     assert len(shared) == 3
-    for vt in list(_views()) * 2:  # twice: the second pass meets the kept walk of another text
+    big = normalize(TEXTS[1] + " " + TEXTS[6]).text * 1500  # over KEEP_MAX: walked per set, not kept
+    for vt in list(_views()) * 2 + [big]:  # twice: the second pass meets the kept walk of another text
         for ps in shared:
             via_shared = ps._word_candidates(vt)
             keep, ps.shared_scan = ps.shared_scan, None

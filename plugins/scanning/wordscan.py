@@ -6,7 +6,8 @@ the same view of a document. Each set used to walk every word start of the text 
 one table built from all the sets' word prefixes, and hands each set the positions its
 patterns are to be tried at: the same positions, in the same order, as the set's own walk.
 The last text's positions are kept (by identity), so the sets called one after the other on
-one view share the walk.
+one view share the walk; a text over ``KEEP_MAX`` characters is walked for each set and not
+kept (its positions and the text itself would stay in memory until the next document).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 __all__ = ["WordScan"]
 
 _WORD_START = re.compile(r"[a-z]+")  # the same walk as PatternSet's
+KEEP_MAX = 100_000
 
 
 class WordScan:
@@ -63,6 +65,7 @@ class WordScan:
                 for g in ids:
                     cands[g].append(p)
             last = (text, cands)
-            self._last = last
+            if len(text) <= KEEP_MAX:
+                self._last = last
         off = self.offsets[k]
         return last[1][off:off + len(self.sets[k].patterns)]

@@ -237,3 +237,20 @@ def test_findings_equal_with_the_fast_paths_switched_off(scanners, monkeypatch):
     monkeypatch.setitem(decoders.ENCODED_GATES, "binary", re.compile(r"[01]{8}"))
     monkeypatch.setitem(decoders.ENCODED_GATES, "base32", re.compile(r"[A-Z2-7]{24}"))
     assert _findings(scanners) == fast
+
+
+def test_required_literals_are_needed_by_every_match():
+    from kbwatch.plugins.scanning.required import required_literals
+
+    pats = [re.compile(r"(?m)^[ \t]*#{2,}[ \t]*(?:system|user\s+input)[ \t]*:|^[ \t]*(?:system|assistant)[ \t]*:"),
+            re.compile(r"[\[{]{1,2}\s*(?:target\s?language|topic)\s*[\]}]{1,2}"),
+            re.compile(r"(?:\*{2,}|\[)\s*new\s+instructions?")]
+    assert required_literals(re.compile("abc", re.I)) is None
+    assert required_literals(re.compile(r"\w+")) is None
+    for pat in pats:
+        lits = required_literals(pat)
+        assert lits
+        for s in _random("#*[{]} \t\n:systemuserinputassistanttargetlanguagetopicnewinstructions", 3000, 29, 40) + [
+                "## system:", "[[topic]]", "** new instruction"]:
+            if pat.search(s):
+                assert any(lit in s for lit in lits), (pat.pattern, s)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from itertools import compress
 
+from .required import required_literals
+
 __all__ = ['PatternSet', 'chunks', 'exact_anchors', 'literal_anchors', 'may_match']
 
 # --------------------------------------------------------------------------
@@ -160,6 +162,8 @@ class PatternSet:
         self.word_width = self._word_lens[0] if self._word_lens else 0
         self.shared_scan = None  # (WordScan, index) when a WordScan walks the word starts for this set
         self._always = set(self.always)
+        # a pattern run over the whole text is first looked for by the literals it needs
+        self._needs = {i: required_literals(self.patterns[i]) for i in self.always}
 
     @staticmethod
     def _ids(key: str, table: dict[str, list[int]], lens: list[int], cache: dict) -> tuple[int, ...]:
@@ -218,7 +222,9 @@ class PatternSet:
         for i in live:
             pat = self.patterns[i]
             if i in self._always:
-                out[i] = list(pat.finditer(text))
+                needs = self._needs[i]
+                if needs is None or any(lit in text for lit in needs):
+                    out[i] = list(pat.finditer(text))
                 continue
             ps = cands[i] if cands is not None else ()
             if i in ccands:

@@ -143,13 +143,13 @@ class ScanStage(Stage):
         if start or end < len(doc.markdown):  # a copy: parsers of large texts return them stripped
             doc.markdown = doc.markdown[start:end]
         findings = run_scanners(ctx.plugins, doc, ctx.settings)
-        if scan_options(ctx.settings)["redact"] and findings:
+        if findings and scan_options(ctx.settings)["redact"]:
             doc.markdown = sanitize(doc.markdown, findings)
             if doc.title:  # a heading holding a secret becomes the title: masked the same way
                 doc.title = mask_values(doc.title, redacted_values(findings))
         title = doc.title or ctx.name.rsplit("/", 1)[-1]
         shift = body_line_offset(title, doc.markdown)
-        decisions = load_decisions(ctx.project.path)
+        decisions = load_decisions(ctx.project.path) if findings else {}  # read only when needed
         for f in findings:
             f.line += shift
             f.decision = decisions.get(f.fingerprint, {}).get("decision", "pending")

@@ -29,6 +29,7 @@ be a key, so never more than 6 characters of one are shown.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 
@@ -39,9 +40,17 @@ from kbwatch.plugins.scanning import LineIndex, make_finding, mask_runs, scan_op
 from kbwatch.plugins.scanning.fence import find_imitations
 
 KIND = "format"
+
+
+@functools.lru_cache(maxsize=1)
+def _defaults() -> dict:
+    """``[stages.scan]`` defaults, read once (``_opt`` only reads them)."""
+    return stage_defaults("scan")
+
+
 def _opt(opts: dict, key: str) -> int:
     """An integer ``[stages.scan]`` limit; its default is declared in config/default.toml."""
-    default = stage_defaults("scan")[key]
+    default = _defaults()[key]
     try:
         return int(opts.get(key, default))
     except (TypeError, ValueError):

@@ -54,18 +54,22 @@ from kbwatch.plugins.scanning import injection_multilingual as ML
 from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
 from kbwatch.plugins.scanning import injection_templates as TP
+from kbwatch.plugins.scanning.wordscan import WordScan
 from kbwatch.plugins.scanning import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, apply_rewrite, decode_encoded,
-                               decode_invisible_runs, join_split_words, make_finding, normalize, scan_options)
+                               decode_invisible_runs, exact_anchors, join_split_words, make_finding, may_match, normalize,
+                               scan_options)
 
 KIND = "injection"
 _LEET = str.maketrans("0134579@$8€|+!ь6", "oieastgasbeitibg")
 _LC = r"[a-z0-9@$€|+!ь]"  # letters and the symbols leetspeak puts in their place
 _LEET_TOKEN = re.compile(r"(?<![a-z0-9@$€|+!ь])(?=" + _LC + r"*[a-z])(?=" + _LC + r"*[0-9@$€|+!ь])" + _LC + r"{2,}(?![a-z0-9@$€|+!ь])")
-_LEET_GATE = re.compile(r"[a-z][0-9@$€|+!ь]|[0-9@$€|+!ь][a-z]")  # a letter next to a digit/symbol: cheap test first
-_INWORD_HYPHEN = re.compile(r"(?<=[a-z])-{1,4}(?=[a-z])")
+# a letter next to a digit/symbol: cheap test first (starts with the symbol class: searched in C)
+_LEET_GATE = re.compile(r"[0-9@$€|+!ь](?:(?<=[a-z].)|(?=[a-z]))")
+_INWORD_HYPHEN = re.compile(r"-(?<=[a-z]-)-{0,3}(?=[a-z])")  # = (?<=[a-z])-{1,4}(?=[a-z]), searched faster
 _REVERSED_HINT = re.compile(r"snoitcurtsni|erongi|tpmorp|suoiverp|drager|略忽|视无|令指|示指|则规|词示提|示提统系")
 _ROT13_HINT = re.compile(r"\b(?:vtaber|vafgehpgvbaf?|cerivbhf|qvfertneq|flfgrz\s+cebzcg|wnvyoernx|qrirybcre\s+zbqr)\b")
 _PCT_SPACE = re.compile(r"%20")
+_REVERSED_ANCHORS, _ROT13_ANCHORS = exact_anchors(_REVERSED_HINT), exact_anchors(_ROT13_HINT)  # cheap gates
 
 
 # One PatternSet per family: each rule is tried only where one of its literal
@@ -89,6 +93,7 @@ _MF = FR.build_rules(ML.FRAMES)
 _ZF_SET = PatternSet([pat for _, _, _, pat, _ in _ZF])
 _EF_SET = PatternSet([pat for _, _, _, pat, _ in _EF])
 _MF_SET = PatternSet([pat for _, _, _, pat, _ in _MF])
+WordScan([_EN_SET, _EF_SET, _MF_SET])  # one walk over a view's word starts serves the three sets
 _LEET_FRAMES = ("en",)  # the leetspeak view re-runs the English frames too ("8ypass: `0s.sy5tem('wh0am1')`")
 _SPLIT_MAX = 20_000
 # in-word hyphens are dropped only where the joined word is one the rules look for ("i-nstruction",
@@ -380,14 +385,16 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     add("injection.encoded", "high", f"leetspeak-obfuscated: {msg}", ws + s, ws + e)
 
     # reversed text (windows around reversed keywords on long texts)
-    for ws, we in _windows(vt, [(m.start(), m.end()) for m in _REVERSED_HINT.finditer(vt)]):
+    rev_hits = _REVERSED_HINT.finditer(vt) if may_match(_REVERSED_ANCHORS, vt) else ()
+    for ws, we in _windows(vt, [(m.start(), m.end()) for m in rev_hits]):
         rev = vt[ws:we][::-1]
         rcjk = bool(R.HAS_CJK.search(rev))
         for rule, sev, msg, s, e in _strong_hits(rev, rcjk) + (_frame_hits(rev, True, ("zh",)) if rcjk else []):
             add("injection.encoded", "high", f"reversed text: {msg}", we - e, we - s)
 
     # ROT13 (windows around ROT13-encoded keywords)
-    for ws, we in _windows(vt, [(m.start(), m.end()) for m in _ROT13_HINT.finditer(vt)]):
+    rot_hits = _ROT13_HINT.finditer(vt) if may_match(_ROT13_ANCHORS, vt) else ()
+    for ws, we in _windows(vt, [(m.start(), m.end()) for m in rot_hits]):
         rot = codecs.encode(vt[ws:we], "rot13")
         for rule, sev, msg, s, e in _strong_hits(rot, False) + _frame_hits(rot, False):
             add("injection.encoded", "high", f"rot13 text: {msg}", ws + s, ws + e)

@@ -1,7 +1,9 @@
 """The scanning library the risk scanners share (not a plugin).
 
 Modules: options (settings, allowlist), findings (positions, masking, excerpts),
-normalise (the matching view), decoders (smuggled text), patterns (anchored pattern sets).
+normalise (the matching view), decoders (smuggled text), patterns (anchored pattern sets),
+wordscan (one word-start walk shared by pattern sets), required (literals a pattern needs),
+alternation (keyword alternations regrouped by first character).
 Names used across plugins are re-exported here."""
 
 from .options import *  # noqa: F401,F403

@@ -30,10 +30,11 @@ _MORSE = {
 # cheap substring gates: skip a decoder when its marker cannot occur
 ENCODED_GATES: dict[str, Any] = {
     "percent": "%", "unicode-escape": "\\u",
-    # regex gates: a necessary sub-pattern that scans faster than the full pattern
-    "morse": re.compile(r"[.\-]{1,6}[ /][.\-]{1,6}[ /][.\-]{1,6}"),
-    "binary": re.compile(r"[01]{8}"),
-    "base32": re.compile(r"[A-Z2-7]{24}"),
+    # regex gates: a necessary sub-pattern that scans faster than the full pattern; each starts
+    # with a character class (X{n} written XX{n-1}), so a search skips other characters in C
+    "morse": re.compile(r"[.\-][.\-]{0,5}[ /][.\-]{1,6}[ /][.\-]{1,6}"),
+    "binary": re.compile(r"[01][01]{7}"),
+    "base32": re.compile(r"[A-Z2-7][A-Z2-7]{23}"),
     # 16+ hex pairs: one 32-char run, or ≥ 4 runs, or a 12+-char run next to a separator
     "hex": re.compile(r"[0-9A-Fa-f]{32}|(?:[0-9A-Fa-f]{2,}+[ :]){3}[0-9A-Fa-f]{2}|[0-9A-Fa-f]{12}[ :][0-9A-Fa-f]{2}"
                       r"|[0-9A-Fa-f]{2}[ :][0-9A-Fa-f]{12}|\\x[0-9A-Fa-f]{2}"),
@@ -58,6 +59,8 @@ def encoded_matches(kind: str, pattern: re.Pattern, text: str, whole_max: int = 
     """
     if longest is not None and longest < _MIN_TOKEN.get(kind, 0):
         return []
+    if kind == "hex" and "\\x" not in text and not _HEX_RUN.search(text):
+        return []  # neither a \x escape nor 32 characters of hex digits and separators in a row
     if kind == "hex" and longest is not None and longest < 12:
         if not _HEX_SHORT_RUNS.search(text):  # no 32-run or 12-run possible: only ≥ 4 short runs
             return []
@@ -70,6 +73,10 @@ def encoded_matches(kind: str, pattern: re.Pattern, text: str, whole_max: int = 
     return gated_line_matches(pattern, gate_re, text)
 
 
+# every match of the hex pattern's first branch is ≥ 32 characters of [0-9A-Fa-f :] in a row (16+
+# digit pairs, at most one separator between pairs); the second branch holds "\x". Much cheaper
+# to search than the gate below, which it precedes.
+_HEX_RUN = re.compile(r"[0-9A-Fa-f :][0-9A-Fa-f :]{31}")
 _HEX_SHORT_RUNS = re.compile(r"(?:[0-9A-Fa-f]{2,}+[ :]){3}[0-9A-Fa-f]{2}")
 _B64_GATE = re.compile(r"[A-Za-z0-9+/_-]{20}")
 

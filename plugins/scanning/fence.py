@@ -47,13 +47,23 @@ def _table() -> dict[int, str]:
 
 
 _SKELETON = _table()
+# the characters the table changes: a text holding few distinct ones (Chinese prose with a
+# few Latin capitals) is mapped with one str.replace per character, not character by character.
+# No value is itself a key, so replacing one character after another equals translate().
+_KEYS = frozenset(map(chr, _SKELETON))
+_FEW = 8 if not _KEYS.intersection(_SKELETON.values()) else -1  # -1: always translate()
 
 
 def skeleton(text: str) -> str:
     """A same-length matching view of ``text`` (see the module docstring)."""
     if text.isascii():
         return text.lower()
-    return text.translate(_SKELETON)
+    found = _KEYS.intersection(text)
+    if len(found) > _FEW:
+        return text.translate(_SKELETON)
+    for ch in found:
+        text = text.replace(ch, _SKELETON[ord(ch)])
+    return text
 
 
 _S = r"[\s]*"

@@ -130,6 +130,11 @@ def _allowed(rule: _Rule, secret: str, match: str, line: str, glob_rx, glob_stop
     return False
 
 
+@lru_cache(maxsize=1)
+def _rules_by_id() -> dict[str, _Rule]:
+    return {r.id: r for r in _load()[1]}
+
+
 def matches(text: str, low: str | None = None):
     """``(rule_id, start, end)`` of every secret a gitleaks rule finds in ``text``.
 
@@ -146,7 +151,7 @@ def matches(text: str, low: str | None = None):
             span = line_of[ks] = (ls, min(len(text) if le < 0 else le, ke + WINDOW))
         for r in by_kw[k]:
             spans.setdefault(r.id, []).append(span)
-    rules = {r.id: r for r in _load()[1]}
+    rules = _rules_by_id()
     todo = [(rules[rid], sp) for rid, sp in spans.items()] + [(r, [(0, len(text))]) for r in always]
     for rule, sp in todo:
         last = -1

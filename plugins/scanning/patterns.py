@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from itertools import compress
 
+from .required import required_literals
 
-
-__all__ = ['PatternSet', 'chunks', 'literal_anchors', 'may_match']
+__all__ = ['PatternSet', 'chunks', 'exact_anchors', 'literal_anchors', 'may_match']
 
 # --------------------------------------------------------------------------
 # literal anchors: skip a regex on text that cannot match it
@@ -20,8 +21,22 @@ except ImportError:  # pragma: no cover
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 
-def _prefixes(items, acc: str, out: set, limit: int = 4, min_len: int = 2) -> bool:
-    """Collect the literal prefixes (≤ limit chars) every match must start with."""
+# every character ``\s`` matches (all are below U+3001): a prefix may end in any one of them
+_SPACES = tuple(ch for ch in map(chr, range(0x3001)) if re.match(r"\s", ch))
+_REPEATS = tuple(getattr(_sre_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_sre_c, n))
+
+
+def _is_space(op, av) -> bool:
+    r"""True for ``\s`` or ``\s+`` (one or more): the next character is a white space."""
+    if op in _REPEATS and av[0] >= 1 and len(av[2]) == 1:
+        op, av = list(av[2])[0]
+    return op is _sre_c.IN and list(av) == [(_sre_c.CATEGORY, _sre_c.CATEGORY_SPACE)]
+
+
+def _prefixes(items, acc: str, out: set, limit: int = 4, min_len: int = 2, space: bool = False) -> bool:
+    r"""Collect the literal prefixes (≤ limit chars) every match must start with. ``space``: a
+    prefix followed by ``\s``/``\s+`` ends with each white-space character (``i\s+am`` gives
+    ``"i "``, ``"i\n"``, ...), so a word that merely starts with ``i`` is not a candidate."""
     for i, (op, av) in enumerate(items):
         if len(acc) >= limit:
             out.add(acc)
@@ -33,13 +48,19 @@ def _prefixes(items, acc: str, out: set, limit: int = 4, min_len: int = 2) -> bo
             continue
         if op is _sre_c.IN and 1 <= len(av) <= 8 and all(o is _sre_c.LITERAL for o, _ in av):
             rest = list(items[i + 1:])  # (?:a|b) compiled to a character set
-            return all(_prefixes([(_sre_c.LITERAL, c)] + rest, acc, out, limit, min_len) for _, c in av)
+            return all(_prefixes([(_sre_c.LITERAL, c)] + rest, acc, out, limit, min_len, space) for _, c in av)
         if op is _sre_c.SUBPATTERN:
             rest = list(items[i + 1:])
-            return _prefixes(list(av[-1]) + rest, acc, out, limit, min_len)
+            return _prefixes(list(av[-1]) + rest, acc, out, limit, min_len, space)
         if op is _sre_c.BRANCH:
             rest = list(items[i + 1:])
-            return all(_prefixes(list(alt) + rest, acc, out, limit, min_len) for alt in av[1])
+            return all(_prefixes(list(alt) + rest, acc, out, limit, min_len, space) for alt in av[1])
+        if space and acc and _is_space(op, av):
+            out.update(acc + ws for ws in _SPACES)
+            return True
+        if space and acc and op in _REPEATS and av[0] == 0 and _is_space(_REPEATS[0], (1, av[1], av[2])):
+            out.update(acc + ws for ws in _SPACES)  # \s*: a white space, or what follows it
+            return _prefixes(list(items[i + 1:]), acc, out, limit, min_len, space)
         break
     if len(acc) >= min_len or (acc and ord(acc[0]) >= 0x2E80):
         out.add(acc)
@@ -55,11 +76,12 @@ def _parsed(pattern: re.Pattern) -> list | None:
     return list(parsed.data if hasattr(parsed, "data") else parsed)
 
 
-def literal_anchors(pattern: re.Pattern, min_len: int = 2) -> tuple[str, ...] | None:
-    """Lower-case literal prefixes one of which every match starts with; None if unknown."""
+def literal_anchors(pattern: re.Pattern, min_len: int = 2, space: bool = False) -> tuple[str, ...] | None:
+    r"""Lower-case literal prefixes one of which every match starts with; None if unknown.
+    ``space``: prefixes may end with the white-space character a ``\s`` matches."""
     data = _parsed(pattern)
     out: set[str] = set()
-    if data is None or not _prefixes(data, "", out, min_len=min_len):
+    if data is None or not _prefixes(data, "", out, min_len=min_len, space=space):
         return None
     return tuple(sorted(out))
 
@@ -82,6 +104,15 @@ def may_match(anchors: tuple[str, ...] | None, text: str) -> bool:
     return anchors is None or any(a in text for a in anchors)
 
 
+def exact_anchors(pattern: re.Pattern) -> tuple[str, ...] | None:
+    """:func:`literal_anchors` when they are exact, i.e. the pattern is case-sensitive and has no
+    upper-case letter (so lower-casing its literals changed nothing): ``may_match(anchors,
+    text)`` False then proves ``pattern`` has no match in ``text``. None otherwise."""
+    if pattern.flags & re.IGNORECASE or pattern.pattern != pattern.pattern.lower():
+        return None
+    return literal_anchors(pattern, min_len=1)
+
+
 _WORD_START = re.compile(r"[a-z]+")
 
 
@@ -96,6 +127,9 @@ class PatternSet:
     without a usable prefix run with ``finditer``. The result equals
     ``finditer`` for each pattern (leftmost, non-overlapping matches), but
     the cost no longer grows with the number of patterns times the text size.
+
+    Several sets run on the same text can share one walk over its word starts
+    (:class:`.wordscan.WordScan`).
     """
 
     def __init__(self, patterns: list[re.Pattern]):
@@ -106,7 +140,7 @@ class PatternSet:
         for i, pat in enumerate(self.patterns):
             data = _parsed(pat)
             word_mode = data is not None and _starts_at_boundary(data)
-            anchors = literal_anchors(pat, min_len=1)
+            anchors = literal_anchors(pat, min_len=1, space=True)
             if anchors is not None and not word_mode and any(len(a) == 1 and a.isascii() and a.isalnum() for a in anchors):
                 anchors = None  # a one-letter prefix anywhere would gate nothing
             if anchors is None:
@@ -124,6 +158,12 @@ class PatternSet:
         self._char_scan = re.compile("[" + "".join(sorted({re.escape(a[0]) for a in self.char})) + "]") if self.char else None
         self._wcache: dict[str, tuple[int, ...]] = {}
         self._ccache: dict[str, tuple[int, ...]] = {}
+        self.word_lens = self._word_lens
+        self.word_width = self._word_lens[0] if self._word_lens else 0
+        self.shared_scan = None  # (WordScan, index) when a WordScan walks the word starts for this set
+        self._always = set(self.always)
+        # a pattern run over the whole text is first looked for by the literals it needs
+        self._needs = {i: required_literals(self.patterns[i]) for i in self.always}
 
     @staticmethod
     def _ids(key: str, table: dict[str, list[int]], lens: list[int], cache: dict) -> tuple[int, ...]:
@@ -136,33 +176,59 @@ class PatternSet:
         cache[key] = ids
         return ids
 
+    def _word_candidates(self, text: str) -> list[list[int]]:
+        """Positions per pattern (index-aligned) where a word start holds one of its prefixes."""
+        if self.shared_scan is not None:
+            scan, k = self.shared_scan
+            return scan.candidates(text, k)
+        cands: list[list[int]] = [[] for _ in self.patterns]
+        lens, cache = self._word_lens, self._wcache
+        width = lens[0]
+        get = cache.get
+        for m in _WORD_START.finditer(text):
+            p = m.start()
+            key = text[p:p + width]
+            ids = get(key)
+            if ids is None:
+                ids = self._ids(key, self.word, lens, cache)
+            for i in ids:
+                cands[i].append(p)
+        return cands
+
     def finditer_all(self, text: str, only: set[int] | None = None) -> list[list[re.Match]]:
         """Matches of every pattern (index-aligned with ``patterns``)."""
         n = len(self.patterns)
-        cands: list[list[int]] = [[] for _ in range(n)]
-        for table, lens, cache, scan in ((self.word, self._word_lens, self._wcache, _WORD_START),
-                                         (self.char, self._char_lens, self._ccache, self._char_scan)):
-            if not table:
-                continue
+        out: list[list[re.Match]] = [[] for _ in range(n)]
+        cands = self._word_candidates(text) if self.word else None
+        ccands: dict[int, list[int]] = {}
+        if self.char:
+            lens, cache = self._char_lens, self._ccache
             width = lens[0]
             get = cache.get
-            for m in scan.finditer(text):
+            for m in self._char_scan.finditer(text):
                 p = m.start()
                 key = text[p:p + width]
                 ids = get(key)
                 if ids is None:
-                    ids = self._ids(key, table, lens, cache)
+                    ids = self._ids(key, self.char, lens, cache)
                 for i in ids:
-                    cands[i].append(p)
-        out: list[list[re.Match]] = [[] for _ in range(n)]
-        for i in range(n):
-            if only is not None and i not in only:
-                continue
+                    ccands.setdefault(i, []).append(p)
+        # only the patterns with a candidate position (or none to look for) are visited
+        live = set(compress(range(n), cands)) if cands is not None else set()
+        live.update(ccands)
+        live.update(self._always)
+        if only is not None:
+            live &= only
+        for i in live:
             pat = self.patterns[i]
-            if i in self.always:
-                out[i] = list(pat.finditer(text))
+            if i in self._always:
+                needs = self._needs[i]
+                if needs is None or any(lit in text for lit in needs):
+                    out[i] = list(pat.finditer(text))
                 continue
-            ps = cands[i]
+            ps = cands[i] if cands is not None else ()
+            if i in ccands:
+                ps = ps + ccands[i] if ps else ccands[i]
             if not ps:
                 continue
             if i in self._mixed and len(ps) > 1:

@@ -139,7 +139,7 @@ class PreparedDocument:
     Compact on purpose: the service prepares a document outside the project lock
     and keeps it until its batch commits, several at once when larger texts
     arrive together. Kept as a dict of term frequencies and a text object per
-    chunk, a document of a million characters held ~40 MB of small objects
+    chunk, a document of a million characters held 20-30 MB of small objects
     scattered through the heap, which stayed resident after they were freed
     (bench/burst.py). Here the postings are three arrays (term, chunk, weight),
     the terms one list, and the chunk texts a few joined parts of

@@ -32,10 +32,11 @@ How to read the output
 ----------------------
 Every ``--interval`` seconds (default 10) one sample line::
 
-    [  12:30 m13] rss tree 412.3 MB (main 141.0, 3 procs)  fds 38  threads 9  queue 2  in-flight 1  hb 1.2 s  dropped 1110
+    [  12:30 m13] rss tree 412.3 MB (main 141.0, anon 101.2, 3 procs)  fds 38  threads 9  queue 2  in-flight 1  hb 1.2 s  dropped 1110
 
 ``rss tree`` is the RSS summed over the service and all its children
-(parse workers), ``fds``/``threads`` are the service's main process, queue and
+(parse workers), ``anon`` the main process's resident anonymous memory (its
+heap, without file pages), ``fds``/``threads`` are the service's main process, queue and
 in-flight come from the journal's ``service`` row (what ``status --json``
 shows; the queue counts files still settling as well as files waiting for a
 runner, so a few are normal under a steady stream), ``hb`` is the heartbeat's
@@ -60,7 +61,10 @@ manifest version's archive file exists with its recorded hash, that documents
 the script removed stayed removed, and that standing drop folders (an empty
 ``sources/合同/``) were kept. Growth: RSS, fds and threads as the median of
 minute 10 (or minute ``max(1, N//3)`` for runs shorter than 30 minutes) vs the
-median of the last minute (target ratio <= 1.10), and the queue's trend (least
+median of the last minute (target ratio <= 1.10); the tree also at the run's
+usual process count (parse workers are started for rich files and stopped
+after ``worker_idle_seconds`` idle, so whether one is alive in a given minute
+is chance, not growth), and the queue's trend (least
 squares slope, items per minute). The final Markdown table is for
 BENCHMARKS.md.
 
@@ -673,6 +677,18 @@ def service_row(root: Path) -> dict:
             "outcomes": outcomes}
 
 
+def rss_anon_mb(pid: int) -> float | None:
+    """Resident anonymous memory (``RssAnon``): the heap, without file pages that come and go."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def process_figures(main: psutil.Process) -> dict:
     try:
         procs = [main, *main.children(recursive=True)]
@@ -680,14 +696,19 @@ def process_figures(main: psutil.Process) -> dict:
         return {"alive": False}
     rss = 0
     pids = []
+    child_rss = []
     for p in procs:
         try:
-            rss += p.memory_info().rss
+            r = p.memory_info().rss
+            rss += r
             pids.append(p.pid)
+            if p is not main:
+                child_rss.append(r / 2**20)
         except psutil.NoSuchProcess:
             pass
     try:
         return {"alive": True, "rss_tree_mb": rss / 2**20, "rss_main_mb": main.memory_info().rss / 2**20,
+                "anon_main_mb": rss_anon_mb(main.pid), "child_rss_mb": child_rss,
                 "procs": len(pids), "child_pids": pids[1:], "fds": main.num_fds(), "threads": main.num_threads()}
     except psutil.NoSuchProcess:
         return {"alive": False}
@@ -753,7 +774,8 @@ def sample_line(s: dict) -> str:
     head = f"[{t // 60:4d}:{t % 60:02d} m{s['minute']:02d}{'' if s['phase'] == 'stream' else ' ' + s['phase']}]"
     if not s.get("alive"):
         return f"{head} service process gone"
-    return (f"{head} rss tree {s['rss_tree_mb']:.1f} MB (main {s['rss_main_mb']:.1f}, {s['procs']} procs)  "
+    return (f"{head} rss tree {s['rss_tree_mb']:.1f} MB (main {s['rss_main_mb']:.1f}, anon {fmt(s.get('anon_main_mb'))}, "
+            f"{s['procs']} procs)  "
             f"fds {s['fds']}  threads {s['threads']}  queue {fmt(s['queue'], 'd')}  "
             f"in-flight {fmt(s['in_flight'], 'd')}  hb {fmt(s['hb_age'])} s  dropped {s['dropped']}")
 
@@ -767,7 +789,7 @@ def minute_summary(samples: list[dict], minute: int) -> dict | None:
     if not rows:
         return None
     out = {"type": "minute", "minute": minute, "n": len(rows)}
-    for key in ("rss_tree_mb", "rss_main_mb", "fds", "threads", "queue", "in_flight", "hb_age"):
+    for key in ("rss_tree_mb", "rss_main_mb", "anon_main_mb", "fds", "threads", "queue", "in_flight", "hb_age"):
         vals = [r[key] for r in rows if r.get(key) is not None]
         out[key] = {"median": statistics.median(vals), "max": max(vals)} if vals else None
     out["dropped"] = rows[-1]["dropped"]
@@ -780,7 +802,8 @@ def summary_line(m: dict) -> str:
         v = m[key]
         return "-" if v is None else f"{format(v['median'], spec)}/{format(v['max'], spec)}"
     outcomes = " ".join(f"{k} {v}" for k, v in sorted(m["outcomes"].items()))
-    return (f"== minute {m['minute']:2d} (median/max): rss tree {mm('rss_tree_mb')} MB, main {mm('rss_main_mb')} MB, "
+    return (f"== minute {m['minute']:2d} (median/max): rss tree {mm('rss_tree_mb')} MB, main {mm('rss_main_mb')} MB "
+            f"(anon {mm('anon_main_mb')}), "
             f"fds {mm('fds', '.0f')}, threads {mm('threads', '.0f')}, queue {mm('queue', '.0f')}, "
             f"in-flight {mm('in_flight', '.0f')}, hb {mm('hb_age')} s; dropped {m['dropped']}; runs: {outcomes}")
 
@@ -933,20 +956,42 @@ def growth(samples: list[dict], minutes: int) -> dict:
     base_minute = 10 if minutes >= 30 else max(1, minutes // 3)
     base, last = in_minute(samples, base_minute), in_minute(samples, minutes)
     out = {"base_minute": base_minute, "last_minute": minutes}
-    for key in ("rss_tree_mb", "rss_main_mb", "fds", "threads", "queue", "procs"):
-        b = [s[key] for s in base if s.get(key) is not None]
-        lst = [s[key] for s in last if s.get(key) is not None]
-        if b and lst:
-            mb, ml = statistics.median(b), statistics.median(lst)
-            out[key] = {"base": mb, "last": ml, "ratio": (ml / mb) if mb else None}
-        else:
-            out[key] = None
+    for key in ("rss_tree_mb", "rss_main_mb", "anon_main_mb", "fds", "threads", "queue", "procs"):
+        out[key] = _medians(base, last, key)
+    # parse workers come and go (started for rich files, stopped after worker_idle_seconds):
+    # the tree compared at the run's usual process count, and one worker's RSS
+    counts = [s["procs"] for s in samples if s["phase"] == "stream" and s.get("alive")]
+    usual = statistics.mode(counts) if counts else None
+    out["usual_procs"] = usual
+
+    def near(minute: int) -> list[dict]:
+        for spread in (0, 1, 2):
+            rows = [s for m in range(minute - spread, minute + 1 + spread) for s in in_minute(samples, m)
+                    if s["procs"] == usual]
+            if rows:
+                return rows
+        return []
+
+    out["rss_tree_same_procs"] = _medians(near(base_minute), near(minutes), "rss_tree_mb")
+    for rows in (base, last):
+        for s in rows:
+            s["rss_worker_mb"] = max(s["child_rss_mb"]) if s.get("child_rss_mb") else None
+    out["rss_worker_mb"] = _medians(base, last, "rss_worker_mb")
     pts = [(s["t"] / 60, s["queue"]) for s in samples if s["phase"] == "stream" and s.get("queue") is not None]
     out["queue_slope_per_min"] = slope(pts)
     hb = [s["hb_age"] for s in samples if s["phase"] == "stream" and s.get("hb_age") is not None]
     out["hb_max"] = max(hb) if hb else None
     out["rss_tree_max"] = max((s["rss_tree_mb"] for s in samples if s.get("alive")), default=None)
     return out
+
+
+def _medians(base: list[dict], last: list[dict], key: str) -> dict | None:
+    b = [s[key] for s in base if s.get(key) is not None]
+    lst = [s[key] for s in last if s.get(key) is not None]
+    if not (b and lst):
+        return None
+    mb, ml = statistics.median(b), statistics.median(lst)
+    return {"base": mb, "last": ml, "ratio": (ml / mb) if mb else None}
 
 
 def slope(points: list[tuple[float, float]]) -> float | None:
@@ -1015,7 +1060,11 @@ def print_report(args, stream: Stream, acc: dict, gr: dict, stop: dict, cmds: di
     q, procs = gr.get("queue"), gr.get("procs")
     rows = [
         ratio_row("rss_tree_mb", "RSS, service + children", "MB"),
+        ratio_row("rss_tree_same_procs", f"RSS, service + children, samples with the usual {gr['usual_procs']} "
+                  "processes", "MB"),
+        ratio_row("rss_worker_mb", "RSS of the largest parse worker alive", "MB"),
         ratio_row("rss_main_mb", "RSS, main process", "MB"),
+        ratio_row("anon_main_mb", "anonymous RSS (RssAnon), main process", "MB"),
         ratio_row("fds", "open fds, main process", ""),
         ratio_row("threads", "threads, main process", ""),
         ("processes in the service tree (medians; parse workers come and go)", "-",

@@ -1,7 +1,8 @@
 """What keeps a long-running service's resident memory flat (issue 12, the soak):
 the search index's SQLite page cache is bounded by ``[stages.index] cache_mb``,
-glibc's mmap threshold is pinned (:func:`kbwatch.pipeline.heap.tune`), and the
-opt-in ``KBWATCH_DEBUG_MEMORY`` report reads real counters."""
+glibc's mmap threshold is pinned (:func:`kbwatch.pipeline.heap.tune`), a document
+prepared for the search index is a few large blocks (bursts of larger texts leave the
+heap where it was), and the opt-in ``KBWATCH_DEBUG_MEMORY`` report reads real counters."""
 
 from __future__ import annotations
 
@@ -96,3 +97,96 @@ def test_the_tokenizer_word_cache_is_bounded_and_starts_over_when_full():
     tokenizer.tokenize(words)
     assert 0 < len(tokenizer._words) <= tokenizer.WORD_CACHE_MAX
     assert tokenizer.tokenize("Reports reporting servers") == before  # same tokens after a start-over
+
+
+def _mixed_text(rng, chars: int) -> str:
+    """English words with numbers and Chinese characters, with a heading now and then."""
+    en = "The quarterly review covers revenue hiring and the migration of the billing service".split()
+    zh = "本季度的重点工作是完成计费系统的迁移并保证对现有客户无感知"
+    out, size = ["# big\n\n"], 0
+    while size < chars:
+        line = (" ".join(rng.choice(en) + str(rng.randint(0, 99)) for _ in range(10)) + " "
+                + "".join(rng.choice(zh) for _ in range(20)) + "\n")
+        if rng.random() < 0.1:
+            line += "\n## part\n"
+        out.append(line)
+        size += len(line)
+    return "".join(out)
+
+
+def test_a_prepared_document_holds_a_few_large_blocks_not_an_object_per_term(tmp_path):
+    # the service keeps a prepared document from its index stage until its batch commits,
+    # several at once when larger texts arrive together; a dict and text per chunk (the
+    # old form: ~215,000 blocks, 14 MB for these 500,000 characters) left the heap
+    # fragmented after they were freed
+    import random
+    import tracemalloc
+
+    from kbwatch.plugins.retrieval.index import SearchIndex
+
+    rng = random.Random(1)
+    idx = SearchIndex(tmp_path / "s.sqlite3")
+    idx.prepare_document("parsed/warm.md", "warm", _mixed_text(rng, 20_000))  # caches filled before measuring
+    text = _mixed_text(rng, 500_000)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        doc = idx.prepare_document("parsed/big.md", "big", text)
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    diff = after.compare_to(before, "filename")
+    blocks, size = sum(s.count_diff for s in diff), sum(s.size_diff for s in diff)
+    assert blocks <= 15_000, blocks  # the distinct terms and one row per chunk
+    assert size <= 6 * 2**20, size  # the chunk texts (2 bytes a character here) and the postings arrays
+    assert doc.n_chunks > 250 and doc.tfs.size > 10 * doc.n_chunks
+    idx.close()
+
+
+def test_bursts_of_larger_texts_leave_the_heap_where_it_was():
+    # a fresh interpreter with glibc's defaults, tuned as the service is: four threads prepare
+    # four texts of ~1 MB side by side while rows a service keeps are allocated meanwhile,
+    # the batch is stored, everything is freed and the heap trimmed (the heartbeat does).
+    # Measured: +3 / +5 MB after each of two bursts; with a dict and text per chunk +47 / +76 MB
+    code = textwrap.dedent("""
+        import os, random, sys, tempfile, threading
+        from kbwatch.pipeline.heap import trim, tune
+        tune(arena_max=2)
+        from kbwatch.plugins.retrieval.index import SearchIndex
+        sys.path.insert(0, sys.argv[1])
+        from test_memory_bounds import _mixed_text
+        def anon():
+            with open("/proc/self/status") as f:
+                return int(f.read().split("RssAnon:")[1].split()[0]) >> 10
+        rng = random.Random(1)
+        idx = SearchIndex(os.path.join(tempfile.mkdtemp(), "s.sqlite3"))
+        idx.set_cache_mb(1)
+        kept = []
+        def burst(n, chars):
+            texts = [_mixed_text(rng, chars) for _ in range(4)]
+            out = [None] * 4
+            def prep(i):
+                out[i] = idx.prepare_document(f"parsed/d{n}-{i}.md", f"d{i}", texts[i])
+                kept.extend([f"row {n} {i} {j}", f"parsed/d{j}.md"] for j in range(2000))
+            threads = [threading.Thread(target=prep, args=(i,)) for i in range(4)]
+            for t in threads: t.start()
+            for t in threads: t.join()
+            with idx.batch():
+                for d in out:
+                    idx.upsert_prepared("p", d)
+            del texts, out
+            trim()
+        burst(0, 20_000); burst(1, 20_000)
+        base = anon()
+        grown = []
+        for n in (2, 3):
+            burst(n, 1_000_000)
+            grown.append(anon() - base)
+        print(*grown)
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+    out = subprocess.run([sys.executable, "-c", code, str(REPO / "tests")], cwd=REPO, capture_output=True,
+                         text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
+    grown = [int(x) for x in out.stdout.split()]
+    assert max(grown) <= 20, grown  # MB of resident anonymous memory above the baseline

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Iterator
 
 HEADER_COMMENT_RE = re.compile(r"^\s*<!--\s*[\w.-]+\s*:.*-->\s*$")
 MARKER_RE = re.compile(r"^\s*<!--\s*(page|slide|sheet)\s*:\s*(.*?)\s*-->\s*$", re.IGNORECASE)
@@ -87,13 +88,27 @@ def _anchor_text(anchors: list[tuple[str, str]]) -> str:
 
 def chunk_markdown(text: str, *, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS) -> list[Chunk]:
     """Split a parsed Markdown file into heading-aware chunks (see module doc)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
-    start = strip_header(lines)
+    return list(iter_chunks(text, max_chars=max_chars, min_chars=min_chars))
 
-    chunks: list[Chunk] = []
+
+def _lines(text: str) -> Iterator[str]:
+    """``text``'s lines one at a time (no trailing empty line after a final newline, a
+    final ``\\r`` dropped), without a list of all of them."""
+    pos, n = 0, len(text)
+    while pos < n:
+        nl = text.find("\n", pos)
+        if nl < 0:
+            line, pos = text[pos:], n
+        else:
+            line, pos = text[pos:nl], nl + 1
+        yield line[:-1] if line.endswith("\r") else line
+
+
+def iter_chunks(text: str, *, max_chars: int = MAX_CHARS, min_chars: int = MIN_CHARS) -> Iterator[Chunk]:
+    """:func:`chunk_markdown` one chunk at a time: a large document is never held as a
+    list of all its lines or chunks (the index tokenises each chunk as it comes)."""
+    ready: list[Chunk] = []
+    count = 0
     heading_stack: list[tuple[int, str]] = []
     anchor: tuple[str, str] | None = None  # location in effect
     cur = _Open()
@@ -103,15 +118,15 @@ def chunk_markdown(text: str, *, max_chars: int = MAX_CHARS, min_chars: int = MI
         return " > ".join(h for _, h in heading_stack)
 
     def flush() -> None:
-        nonlocal cur
+        nonlocal cur, count
         # trim trailing blank lines
         while cur.lines and not cur.lines[-1].strip():
             cur.lines.pop()
             cur.end -= 1
         if cur.lines and any(ln.strip() for ln in cur.lines):
-            chunks.append(
+            ready.append(
                 Chunk(
-                    ordinal=len(chunks),
+                    ordinal=count,
                     start_line=cur.start,
                     end_line=cur.end,
                     heading=cur.heading,
@@ -119,6 +134,7 @@ def chunk_markdown(text: str, *, max_chars: int = MAX_CHARS, min_chars: int = MI
                     text="\n".join(cur.lines),
                 )
             )
+            count += 1
         cur = _Open()
 
     def add(lineno: int, line: str, *, is_heading: bool = False) -> None:
@@ -135,9 +151,16 @@ def chunk_markdown(text: str, *, max_chars: int = MAX_CHARS, min_chars: int = MI
         if not is_heading and not MARKER_RE.match(line):
             cur.content_chars += len(line.strip())
 
-    for idx in range(start, len(lines)):
+    header = True  # the leading header comments and blanks (strip_header) belong to no chunk
+    for idx, line in enumerate(_lines(text)):
+        if ready:
+            yield from ready
+            ready.clear()
+        if header:
+            if (not line.strip() or HEADER_COMMENT_RE.match(line)) and not MARKER_RE.match(line):
+                continue
+            header = False
         lineno = idx + 1
-        line = lines[idx]
         if FENCE_RE.match(line):
             in_fence = not in_fence
         if not in_fence:
@@ -190,7 +213,7 @@ def chunk_markdown(text: str, *, max_chars: int = MAX_CHARS, min_chars: int = MI
                 flush()
         add(lineno, line)
     flush()
-    return chunks
+    yield from ready
 
 
 def document_title(text: str, fallback: str = "") -> str:

@@ -43,6 +43,7 @@ import hashlib
 import math
 import sqlite3
 import threading
+from array import array
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,7 +52,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from .chunker import Chunk, chunk_markdown
+from .chunker import iter_chunks
 from .tokenizer import TOKENIZER_VERSION, _CJK_CHAR_RE, tokenize, tokenize_query
 
 SCHEMA_VERSION = "1"
@@ -116,26 +117,48 @@ class _TermCodes(dict):
 @dataclass
 class _Pending:
     """Postings of one project accumulated during a write transaction, as flat
-    parallel lists (grouped by term with numpy at flush time)."""
+    parallel numpy arrays, one of each per document (concatenated and grouped by
+    term at flush time)."""
 
     codes: _TermCodes = field(default_factory=_TermCodes)
-    term_codes: list[int] = field(default_factory=list)
-    cids: list[int] = field(default_factory=list)
-    tfs: list[float] = field(default_factory=list)
-    lens: list[float] = field(default_factory=list)
+    term_codes: list[np.ndarray] = field(default_factory=list)
+    cids: list[np.ndarray] = field(default_factory=list)
+    tfs: list[np.ndarray] = field(default_factory=list)
+    lens: list[np.ndarray] = field(default_factory=list)
     chunk_ids: list[int] = field(default_factory=list)
     dropped: set[int] = field(default_factory=set)
 
 
+TEXT_PART_CHARS = 1 << 18  # chunk texts are kept joined in parts of about this many characters
+
+
 @dataclass
 class PreparedDocument:
-    """A chunked, tokenised document ready to store (``SearchIndex.prepare_document``)."""
+    """A chunked, tokenised document ready to store (``SearchIndex.prepare_document``).
+
+    Compact on purpose: the service prepares a document outside the project lock
+    and keeps it until its batch commits, several at once when larger texts
+    arrive together. Kept as a dict of term frequencies and a text object per
+    chunk, a document of a million characters held 20-30 MB of small objects
+    scattered through the heap, which stayed resident after they were freed
+    (bench/burst.py). Here the postings are three arrays (term, chunk, weight),
+    the terms one list, and the chunk texts a few joined parts of
+    ``TEXT_PART_CHARS``: a handful of large blocks, given back whole."""
 
     path: str
     title: str
     digest: str
     n_lines: int
-    rows: list  # (term frequencies, length, Chunk) per chunk
+    chunks: list  # (ordinal, start_line, end_line, heading, anchor, length, part, start, end) per chunk
+    parts: list[str]  # the chunk texts, joined: chunk i is parts[part][start:end]
+    terms: list[str]  # the document's distinct terms
+    term_idx: np.ndarray  # per posting: index into terms
+    chunk_idx: np.ndarray  # per posting: index into chunks
+    tfs: np.ndarray  # per posting: weighted term frequency (float32, as stored)
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.chunks)
 
 
 def _digest(title: str, text: str) -> str:
@@ -406,20 +429,38 @@ class SearchIndex:
         text, title = _clean(cap_document(text, self.max_document_chars)), _clean(title)
         digest = _digest(title, text)
         kwargs = {"max_chars": self.max_chars} if self.max_chars else {}
-        chunks = chunk_markdown(text, **kwargs)
         n_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         meta_base = f"{title}\n{_doc_stem(doc_path)}"
         tw = self.title_weight
-        rows = []
-        for ch in chunks:
+        vocab: dict[str, int] = {}
+        term_idx, chunk_idx, tfs = array("q"), array("q"), array("f")
+        chunks: list = []
+        parts: list[str] = []
+        pending: list[str] = []  # chunk texts not yet joined into a part
+        pending_chars = 0
+        for n, ch in enumerate(iter_chunks(text, **kwargs)):  # one chunk at a time: its dict is freed before the next
             tf, length = _body_tf(ch.index_text, *self._lead_tables)
             if tw:
                 meta_terms = set(tokenize(f"{meta_base}\n{ch.heading}"))
                 for t in meta_terms:
                     tf[t] = tf.get(t, 0.0) + tw
                 length += tw * len(meta_terms)
-            rows.append((tf, length, ch))
-        return PreparedDocument(doc_path, title, digest, n_lines, rows)
+            term_idx.extend([vocab.setdefault(t, len(vocab)) for t in tf])
+            tfs.extend(tf.values())
+            chunk_idx.extend(array("q", [n]) * len(tf))
+            chunks.append((ch.ordinal, ch.start_line, ch.end_line, ch.heading, ch.anchor, length,
+                           len(parts), pending_chars, pending_chars + len(ch.text)))
+            pending.append(ch.text)
+            pending_chars += len(ch.text)
+            if pending_chars >= TEXT_PART_CHARS:
+                parts.append("".join(pending))
+                pending, pending_chars = [], 0
+        if pending:
+            parts.append("".join(pending))
+        return PreparedDocument(doc_path, title, digest, n_lines, chunks, parts, list(vocab),
+                                np.frombuffer(term_idx, dtype=np.int64) if term_idx else np.empty(0, np.int64),
+                                np.frombuffer(chunk_idx, dtype=np.int64) if chunk_idx else np.empty(0, np.int64),
+                                np.frombuffer(tfs, dtype=_F) if tfs else np.empty(0, _F))
 
     def upsert_document(self, project: str, doc_path: str, title: str, text: str, *, force: bool = False) -> bool:
         """Index (or re-index) one parsed document, replacing its chunks.
@@ -455,9 +496,9 @@ class SearchIndex:
             self._delete_doc(pid, row[0])
         doc_id = self._db.execute(
             "INSERT INTO docs (project_id, path, title, hash, n_chunks, n_lines) VALUES (?,?,?,?,?,?)",
-            (pid, doc.path, doc.title, doc.digest, len(doc.rows), doc.n_lines),
+            (pid, doc.path, doc.title, doc.digest, doc.n_chunks, doc.n_lines),
         ).lastrowid
-        self._add_chunks(pid, doc_id, doc.rows)
+        self._add_chunks(pid, doc_id, doc)
         return True
 
     def upsert_documents(self, project: str, docs: Iterable[tuple[str, str, str]]) -> int:
@@ -469,27 +510,33 @@ class SearchIndex:
                 n += self.upsert_document(project, doc_path, title, text)
         return n
 
-    def _add_chunks(self, pid: int, doc_id: int, rows: list[tuple[dict[str, float], float, Chunk]]) -> None:
+    def _add_chunks(self, pid: int, doc_id: int, doc: "PreparedDocument") -> None:
         pend = self._pending.get(pid)
         if pend is None:
             pend = self._pending[pid] = _Pending()
-        added_len = sum(length for _, length, _ in rows)
+        n = doc.n_chunks
+        cids = np.empty(n, dtype=_ID)
+        lengths = np.empty(n, dtype=np.float64)
+        added_len = 0.0
         # chunk ids: insert rows first (seg_id filled at flush time with a placeholder 0)
-        for tf, length, ch in rows:
+        for i, (ordinal, start_line, end_line, heading, anchor, length, part, a, b) in enumerate(doc.chunks):
             cid = self._db.execute(
                 "INSERT INTO chunks (project_id, doc_id, seg_id, ordinal, start_line, end_line, heading, anchor, length, text)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (pid, doc_id, 0, ch.ordinal, ch.start_line, ch.end_line, ch.heading, ch.anchor, length, ch.text),
+                (pid, doc_id, 0, ordinal, start_line, end_line, heading, anchor, length, doc.parts[part][a:b]),
             ).lastrowid
             pend.chunk_ids.append(cid)
-            k = len(tf)
-            pend.term_codes.extend(map(pend.codes.__getitem__, tf.keys()))
-            pend.tfs.extend(tf.values())
-            pend.cids.extend([cid] * k)
-            pend.lens.extend([length] * k)
+            cids[i] = cid
+            lengths[i] = length
+            added_len += length
+        codes = np.fromiter(map(pend.codes.__getitem__, doc.terms), dtype=np.int64, count=len(doc.terms))
+        pend.term_codes.append(codes[doc.term_idx])
+        pend.tfs.append(doc.tfs)
+        pend.cids.append(cids[doc.chunk_idx])
+        pend.lens.append(lengths[doc.chunk_idx].astype(_F))
         self._db.execute(
             "UPDATE projects SET n_chunks = n_chunks + ?, total_len = total_len + ? WHERE id=?",
-            (len(rows), added_len, pid),
+            (n, added_len, pid),
         )
 
     def _delete_doc(self, pid: int, doc_id: int) -> None:
@@ -610,10 +657,10 @@ class SearchIndex:
         live = [c for c in pend.chunk_ids if c not in pend.dropped]
         if not live:
             return
-        codes = np.asarray(pend.term_codes, dtype=np.int64)
-        cids = np.asarray(pend.cids, dtype=_ID)
-        tfs = np.asarray(pend.tfs, dtype=_F)
-        lens = np.asarray(pend.lens, dtype=_F)
+        codes = _cat(pend.term_codes, np.int64)
+        cids = _cat(pend.cids, _ID)
+        tfs = _cat(pend.tfs, _F)
+        lens = _cat(pend.lens, _F)
         if pend.dropped:
             keep = ~np.isin(cids, np.fromiter(pend.dropped, dtype=_ID))
             codes, cids, tfs, lens = codes[keep], cids[keep], tfs[keep], lens[keep]
@@ -914,6 +961,10 @@ class SearchIndex:
             qs = ",".join("?" * len(part))
             out.update(self._db.execute(f"SELECT id, text FROM chunks WHERE id IN ({qs})", part).fetchall())
         return out
+
+
+def _cat(parts: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype=dtype)
 
 
 def _lead_table(weight: float) -> tuple[float, ...]:

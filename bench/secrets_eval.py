@@ -45,6 +45,7 @@ DATA = SHARED / "bench-data" / "risk"
 sys.path.insert(0, str(REPO))
 
 from kbwatch.plugins import scan_secrets  # noqa: E402
+from riskscan import Tally  # noqa: E402  (bench/ is the script directory)
 
 INDEPENDENT = sorted((REPO / "bench" / "data").glob("secrets-*.jsonl"))
 TEXT_EXT = {".md", ".txt", ".csv", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env", ".properties",
@@ -59,19 +60,8 @@ def flagged(text: str) -> list:
     return [f for f in scan_secrets.scan_text(text) if f.kind == "secret"]
 
 
-class T:
-    def __init__(self):
-        self.tp = self.fp = self.fn = self.tn = 0
-
-    def add(self, label, pred):
-        if label and pred:
-            self.tp += 1
-        elif label:
-            self.fn += 1
-        elif pred:
-            self.fp += 1
-        else:
-            self.tn += 1
+class T(Tally):
+    """riskscan's confusion tally, printed as recall / precision / FPR with counts."""
 
     def row(self, name):
         pos, neg = self.tp + self.fn, self.fp + self.tn

@@ -141,11 +141,15 @@ _PINYIN = {"hu lue": "忽略", "hu shi": "忽视", "wu shi": "无视", "wang ji"
            "zhi qian": "之前"}
 # syllables may be written together or apart ("hulue", "hu lue"); the key is the joined form
 _PINYIN = {k.replace(" ", ""): v for k, v in _PINYIN.items()} | {"_": ""}
-_PINYIN_RE = re.compile(r"(?<![a-z])(" + "|".join(
-    r"\s?".join(sy) for sy in sorted((k for k in (
-        "hu lue", "hu shi", "wu shi", "wang ji", "gui ze", "zhi ling", "zhi shi", "ti shi ci", "xian zhi", "yue shu",
-        "quan xian", "shen pi", "shen he", "ju jue", "shu chu", "xie lou", "mi ma", "mi yao", "she ding", "xi tong", "dao de",
-        "yue yu", "rao guo", "yi qian", "zhi qian")), key=len, reverse=True) for sy in [sy.split(" ")]) + r")(?![a-z])")
+_PINYIN_WORDS = [sy.split(" ") for sy in sorted((
+    "hu lue", "hu shi", "wu shi", "wang ji", "gui ze", "zhi ling", "zhi shi", "ti shi ci", "xian zhi", "yue shu",
+    "quan xian", "shen pi", "shen he", "ju jue", "shu chu", "xie lou", "mi ma", "mi yao", "she ding", "xi tong", "dao de",
+    "yue yu", "rao guo", "yi qian", "zhi qian"), key=len, reverse=True)]
+# the whole match is the pinyin word (group 0): "(?<![a-z])(hu\s?lue|…)(?![a-z])" written to begin with the
+# class of the words' first letters, so that `re` skips other characters in C instead of trying the
+# alternation at every position (the look-behinds check what the first letter was; same matches)
+_PINYIN_RE = re.compile("[" + "".join(sorted({sy[0][0] for sy in _PINYIN_WORDS})) + r"](?<![a-z].)(?:" + "|".join(
+    f"(?<={sy[0][0]})" + r"\s?".join([sy[0][1:], *sy[1:]]) for sy in _PINYIN_WORDS) + r")(?![a-z])")
 
 
 # an attack phrase quoted in a text about attacks ("在包含“忽略之前的指令”等模式的测试集上", a novel's
@@ -305,9 +309,9 @@ def _view(text: str) -> tuple[View, str, bool]:
         view = View(t2, m2, len(text))
     if len(view.text) <= _SPLIT_MAX:  # "ig nore previous instruc tions"
         view = join_split_words(view, FR.SPLIT_WORDS)
-    if _PINYIN_RE.search(view.text) and (R.HAS_CJK.search(view.text) or len({m.group(1) for m in _PINYIN_RE.finditer(view.text)}) >= 3):
+    if _PINYIN_RE.search(view.text) and (R.HAS_CJK.search(view.text) or len({m.group() for m in _PINYIN_RE.finditer(view.text)}) >= 3):
         # "hulue 你之前的 guize", "hu lue yi qian de zhi ling": pinyin rule words read as characters
-        t2, m2 = apply_rewrite(view.text, view.omap, _PINYIN_RE, lambda m: _PINYIN[re.sub(r"\s", "", m.group(1))])
+        t2, m2 = apply_rewrite(view.text, view.omap, _PINYIN_RE, lambda m: _PINYIN[re.sub(r"\s", "", m.group())])
         view = View(t2, m2, len(text))
     vt = view.text
     cjk = bool(R.HAS_CJK.search(vt))

@@ -23,6 +23,7 @@ from kbwatch.plugins import scan_injection as SI
 from kbwatch.plugins import scan_secrets as SS
 from kbwatch.plugins.scan import run_scanners
 from kbwatch.plugins.scanning import decoders, fence, normalise, normalize
+from kbwatch.plugins.scanning import homophones as HP
 from kbwatch.plugins.scanning import injection_frames as FR
 from kbwatch.plugins.scanning.alternation import by_first_char
 from kbwatch.plugins.scanning.patterns import PatternSet, literal_anchors
@@ -156,11 +157,52 @@ def test_hex_pregate_hides_no_match():
 def test_keyword_alternation_regrouped_finds_the_same_matches():
     src = SS._KEYWORDS + "|" + SS._ZH_KEYS
     old, new = re.compile(src), SS.KEYWORD_FIND_LOWER
-    # (the secrets keyword list as merged has branches by_first_char leaves alone, so it may come back
-    # unchanged; either way the matches must be the same)
-    texts = [t.lower() for t in TEXTS] + _random("pswordkeytnacbi_-. 密码钥令", 3000, 19, 50)
+    assert new.pattern != src  # regrouped (a branch starting with a group would leave it unchanged)
+    # the list as it was written before its "(?:db|database)…" branch was spelled out as two branches
+    before = re.compile(src.replace(r"db[_\-.]?(?:pass|key)|database[_\-.]?(?:pass|key)", r"(?:db|database)[_\-.]?(?:pass|key)"))
+    assert before.pattern != src
+    texts = [t.lower() for t in TEXTS] + _random("pswordkeytnacbi_-. 密码钥令", 3000, 19, 50) + _random("dbatsepky_-. ", 3000, 20, 30)
     for s in texts:
-        assert [(m.span(), m.group()) for m in old.finditer(s)] == [(m.span(), m.group()) for m in new.finditer(s)], s
+        ref = [(m.span(), m.group()) for m in old.finditer(s)]
+        assert ref == [(m.span(), m.group()) for m in new.finditer(s)] == [(m.span(), m.group()) for m in before.finditer(s)], s
+
+
+def test_homophone_pattern_equals_the_plain_alternation():
+    data, words = HP._DATA, HP._WORDS
+    plain = re.compile("|".join(f"(?P<w{i}>" + "".join("[" + data["chars"][c] + "]" for c in w) + ")"
+                                for i, w in enumerate(words)))
+    rng = random.Random(29)
+    pool = "".join(sorted({ch for c in data["chars"].values() for ch in c[:6]} | set("".join(words)))) + "的了是，。 \nab"
+    texts = TEXTS + ["".join(rng.choice(pool) for _ in range(rng.randint(0, 40))) for _ in range(4000)]
+    found = 0
+    for s in texts:
+        ref = [(m.span(), m.lastgroup, m.group()) for m in plain.finditer(s)]
+        found += bool(ref)
+        assert ref == [(m.span(), m.lastgroup, m.group()) for m in HP._PATTERN.finditer(s)], s
+    assert found > 1000
+
+
+def test_pinyin_pattern_equals_the_plain_alternation():
+    plain = re.compile(r"(?<![a-z])(" + "|".join(r"\s?".join(sy) for sy in SI._PINYIN_WORDS) + r")(?![a-z])")
+    rng = random.Random(31)
+    syl = sorted({x for sy in SI._PINYIN_WORDS for x in sy}) + ["a", "she", "忽", "Hu"]
+    texts = TEXTS + ["".join(rng.choice(syl) + rng.choice(["", " ", "  ", "\n", "_", "x"]) for _ in range(rng.randint(1, 8)))
+                     for _ in range(4000)]
+    found = 0
+    for s in texts:
+        ref = [(m.span(), m.group(1)) for m in plain.finditer(s)]
+        found += bool(ref)
+        assert ref == [(m.span(), m.group()) for m in SI._PINYIN_RE.finditer(s)], s
+    assert found > 30
+
+
+def test_provider_gates_found_in_one_pass_equal_one_test_per_gate():
+    gates = sorted(SS._ALL_GATES)
+    rng = random.Random(37)
+    texts = TEXTS + ["".join(rng.choice(gates + list("ab \n1:|")) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    assert SS._GATE_AUTOMATON is not None
+    for s in texts:
+        assert SS._present_gates(s) == {x for x in SS._ALL_GATES if x in s}, s
 
 
 @pytest.mark.parametrize("src", [r"(a)|b", r"(?i)ab|cd", r"a?b|cd", r"\dab|cd", r"[ab]c|d", r"(?P<x>a)|b", r"ab"])
@@ -232,6 +274,11 @@ def test_findings_equal_with_the_fast_paths_switched_off(scanners, monkeypatch):
     monkeypatch.setattr(SI, "_LEET_GATE", re.compile(r"[a-z][0-9@$€|+!ь]|[0-9@$€|+!ь][a-z]"))
     monkeypatch.setattr(SI, "_INWORD_HYPHEN", re.compile(r"(?<=[a-z])-{1,4}(?=[a-z])"))
     monkeypatch.setattr(SS, "KEYWORD_FIND_LOWER", re.compile(SS._KEYWORDS + "|" + SS._ZH_KEYS))
+    monkeypatch.setattr(SS, "_GATE_AUTOMATON", None)
+    monkeypatch.setattr(HP, "_PATTERN", re.compile("|".join(
+        f"(?P<w{i}>" + "".join("[" + HP._DATA["chars"][c] + "]" for c in w) + ")" for i, w in enumerate(HP._WORDS))))
+    monkeypatch.setattr(SI, "_PINYIN_RE", re.compile(r"(?<![a-z])(" + "|".join(r"\s?".join(sy) for sy in SI._PINYIN_WORDS)
+                                                     + r")(?![a-z])"))
     monkeypatch.setattr(normalise, "_SPACED_GATE", re.compile(r"(?:[^\W\d_][ \t.\-_*·|/]{1,2}){3}[^\W\d_]"))
     monkeypatch.setattr(fence, "_FEW", -1)  # always translate()
     monkeypatch.setitem(decoders.ENCODED_GATES, "morse", re.compile(r"[.\-]{1,6}[ /][.\-]{1,6}[ /][.\-]{1,6}"))

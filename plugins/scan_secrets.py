@@ -190,17 +190,30 @@ DS_SHAPES: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
 # (64 lower-case alphanumerics), AWS secret access keys (40 base64 characters quoted after aws…key). Their typed test values (abcdefghij…, abcd1234…) pass, as in
 # detect-secrets; a value one character longer or shorter does not.
 _DS_ASSIGN = r"(?:(?<=\W)|^)\[?[\"']?(?:{p})[_\-]?(?:{k})[\"']?\]? *(?:=|:|:=|=>| +|::) *[\"']?"
-DS_KEYED: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
-    ("secret.cloudant-key", re.compile(_DS_ASSIGN.format(p=r"cloudant|clou|cl", k=r"(?:api)?(?:key|pwd|pw|password|pass|token)")
-                                       + r"([0-9a-f]{64}|[a-z]{24})(?![A-Za-z0-9])", re.I | re.M), ("key", "pw", "pass", "token")),
-    ("secret.ibm-cloud-iam-key", re.compile(_DS_ASSIGN.format(
-        p=r"(?:ibm[_\-]?cloud[_\-]?iam|cloud[_\-]?iam|ibm[_\-]?cloud|ibm[_\-]?iam|ibm|iam|cloud)[_\-]?(?:api)?",
-        k=r"key|pwd|password|pass|token")
-        + r"([a-zA-Z0-9_\-]{44})(?![a-zA-Z0-9_\-])", re.I | re.M), ("key", "pwd", "pass", "token")),
-    ("secret.aws-secret-key", re.compile(r"(?i)aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"]([0-9a-zA-Z/+]{40})['\"]"), ("aws",)),
-    ("secret.softlayer-key", re.compile(_DS_ASSIGN.format(p=r"(?:softlayer|sl)[_\-]?(?:api)?", k=r"key|pwd|password|pass|token")
-                                        + r"([a-z0-9]{64})(?![A-Za-z0-9])", re.I | re.M), ("key", "pwd", "pass", "token")),
+
+
+def _ds_keyed(rule: str, p: str, k: str, value: str, needles: tuple[str, ...]):
+    """A keyed shape, its needles, and the key name every match holds (``{p}[_-]?{k}``) compiled
+    without IGNORECASE, to be looked for in the lower-cased text first: one search that starts at
+    the key's first letter, where the whole pattern is tried at every position."""
+    return (rule, re.compile(_DS_ASSIGN.format(p=p, k=k) + value, re.I | re.M), needles,
+            re.compile(f"(?:{p})[_\\-]?(?:{k})"))
+
+
+DS_KEYED: list[tuple[str, re.Pattern, tuple[str, ...], re.Pattern | None]] = [
+    _ds_keyed("secret.cloudant-key", r"cloudant|clou|cl", r"(?:api)?(?:key|pwd|pw|password|pass|token)",
+              r"([0-9a-f]{64}|[a-z]{24})(?![A-Za-z0-9])", ("key", "pw", "pass", "token")),
+    _ds_keyed("secret.ibm-cloud-iam-key",
+              r"(?:ibm[_\-]?cloud[_\-]?iam|cloud[_\-]?iam|ibm[_\-]?cloud|ibm[_\-]?iam|ibm|iam|cloud)[_\-]?(?:api)?",
+              r"key|pwd|password|pass|token", r"([a-zA-Z0-9_\-]{44})(?![a-zA-Z0-9_\-])", ("key", "pwd", "pass", "token")),
+    ("secret.aws-secret-key", re.compile(r"(?i)aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"]([0-9a-zA-Z/+]{40})['\"]"),
+     ("aws",), None),
+    _ds_keyed("secret.softlayer-key", r"(?:softlayer|sl)[_\-]?(?:api)?", r"key|pwd|password|pass|token",
+              r"([a-z0-9]{64})(?![A-Za-z0-9])", ("key", "pwd", "pass", "token")),
 ]
+# of the four non-ASCII letters IGNORECASE matches with ASCII ones, İ is replaced before lower-casing
+# and K lower-cases to k; these two do not lower-case to an ASCII letter
+_FOLDS_TO_ASCII = ("ı", "ſ")
 
 
 _LOOSE_CHARSET = frozenset({"secret.supabase-token", "secret.wundergraph-key", "secret.docker-swarm-token", "secret.vault-token", "secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key", "secret.nuget-api-key",
@@ -661,7 +674,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             elif (rule == "secret.artifactory-key" and re.search(r"\d", body) and re.search(r"[A-Za-z]", body)
                   and len(set(body)) >= 6 and not _periodic(body) and not _placeholder(body)):
                 add(rule, "medium", m.start(1), m.end(1), "artifactory credential (legacy shape)")
-    for rule, pat, needles in DS_KEYED:
+    key_gates = not any(c in low for c in _FOLDS_TO_ASCII)
+    for rule, pat, needles, key in DS_KEYED:
+        if key is not None and key_gates and key.search(low) is None:
+            continue  # no key name of this shape in the text: the pattern cannot match
         for m in _on_lines(pat, text, needles, low, memo=memo):
             val = m.group(1)
             if not _sequential(val) and len(set(val)) > 4:

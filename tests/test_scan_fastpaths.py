@@ -196,6 +196,25 @@ def test_pinyin_pattern_equals_the_plain_alternation():
     assert found > 30
 
 
+def test_keyed_shape_key_gates_hold_on_every_match():
+    rng = random.Random(41)
+    pieces = ["cl", "cloudant", "clou", "ibm", "iam", "cloud", "softlayer", "sl", "api", "key", "pwd", "pw", "pass", "password",
+              "token", "_", "-", " ", "=", ":", '"', "'", "[", "]", "\n", "K", "\u212a", "İ", "ı", "ſ", "Cl", "SL", "IBM",
+              "a" * 24, "0123456789abcdef" * 4, "abcdefghij0123456789ABCDEFGHIJ0123456789-_ab"]
+    values = ["a" * 24, "0123456789abcdef" * 4, "abcdefghij0123456789ABCDEFGHIJ0123456789-_ab", "ab12" * 16]
+    texts = TEXTS + ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 3))) + rng.choice(["=", ": ", " = '", '":"'])
+                     + rng.choice(values) + rng.choice(["", "\n", "'", " x"]) for _ in range(6000)]
+    matched = 0
+    for s in texts:
+        low = (s.replace("\u0130", "I") if "\u0130" in s else s).lower()
+        for rule, pat, needles, key in SS.DS_KEYED:
+            if key is None or pat.search(s) is None:
+                continue
+            matched += 1
+            assert any(c in low for c in SS._FOLDS_TO_ASCII) or key.search(low), (rule, s)
+    assert matched > 30
+
+
 def test_provider_gates_found_in_one_pass_equal_one_test_per_gate():
     gates = sorted(SS._ALL_GATES)
     rng = random.Random(37)
@@ -275,6 +294,7 @@ def test_findings_equal_with_the_fast_paths_switched_off(scanners, monkeypatch):
     monkeypatch.setattr(SI, "_INWORD_HYPHEN", re.compile(r"(?<=[a-z])-{1,4}(?=[a-z])"))
     monkeypatch.setattr(SS, "KEYWORD_FIND_LOWER", re.compile(SS._KEYWORDS + "|" + SS._ZH_KEYS))
     monkeypatch.setattr(SS, "_GATE_AUTOMATON", None)
+    monkeypatch.setattr(SS, "DS_KEYED", [(r, p, n, None) for r, p, n, _ in SS.DS_KEYED])
     monkeypatch.setattr(HP, "_PATTERN", re.compile("|".join(
         f"(?P<w{i}>" + "".join("[" + HP._DATA["chars"][c] + "]" for c in w) + ")" for i, w in enumerate(HP._WORDS))))
     monkeypatch.setattr(SI, "_PINYIN_RE", re.compile(r"(?<![a-z])(" + "|".join(r"\s?".join(sy) for sy in SI._PINYIN_WORDS)

@@ -87,7 +87,9 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     # detect-secrets' charsets: Mailchimp [0-9a-z]{32}-usN, Telegram without the "AA" gitleaks expects,
     # Twilio AC/SK + 32 lower-case alphanumerics (generated-looking values only: see _provider_ok)
     ("secret.mailchimp-key", "high", re.compile(_B + r"([0-9a-z]{32}-us\d{1,2})" + _E), 1),
-    ("secret.telegram-bot-token", "high", re.compile(r"(?<![\w:])(\d{8,10}:[A-Za-z0-9_\-]{34,35})" + _E), 1),
+    # (?<![\w:])(\d{8,10}:…) written to begin with the digit (the look-behind checks the character before it),
+    # so that a search skips non-digits in C: ":" alone gates nothing in prose
+    ("secret.telegram-bot-token", "high", re.compile(r"(\d(?<![\w:]\d)\d{7,9}:[A-Za-z0-9_\-]{34,35})" + _E), 1),
     ("secret.discord-bot-token", "high", re.compile(_B + r"([MNOA][A-Za-z\d_\-]{23,25}\.[A-Za-z\d_\-]{6}\.[A-Za-z\d_\-]{27,38})(?![\w-])"), 1),
     ("secret.square-token", "high", re.compile(_B + r"(sq0(?:csp|atp)-[0-9A-Za-z\\\-_]{22,43})"), 1),
     ("secret.facebook-token", "high", re.compile(_B + r"(EAA[MC][A-Za-z0-9]{80,}|\d{15,16}(?:\||%7C)[0-9A-Za-z\-_]{27})" + _E), 1),
@@ -126,7 +128,8 @@ PROVIDER_GATES: dict[str, tuple[str, ...]] = {
     "secret.azure-storage-key": ("AccountKey=",),
     "secret.azure-client-secret": ("Q~",),
     "secret.github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-    "secret.gitlab-token": ("gl", "GR1348941"),
+    "secret.gitlab-token": ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glrtr-", "glffct-", "glcbt-", "glimt-", "glptt-",
+                            "glagent-", "gloas-", "GR1348941"),
     "secret.softlayer-key": ("softlayer",),
     "secret.slack-token": ("xox",),
     "secret.slack-webhook": ("hooks.slack.com",),

@@ -197,9 +197,18 @@ def load_settings(root: Path, config_file: Path | None = None) -> dict:
 
 def state_dir(settings: dict) -> Path:
     """The state directory (journal, index, logs, lock), absolute."""
+    value = settings["service"]["state_dir"]
+    if isinstance(value, str) and not value.startswith("~"):  # no home directory involved: asked once per file
+        return _state_dir(str(settings["_root"]), value)
     root = Path(settings["_root"])
-    path = Path(os.path.expanduser(settings["service"]["state_dir"]))
+    path = Path(os.path.expanduser(value))
     return path if path.is_absolute() else root / path
+
+
+@functools.lru_cache(maxsize=64)
+def _state_dir(root: str, value: str) -> Path:
+    path = Path(value)
+    return path if path.is_absolute() else Path(root) / path
 
 
 def resolve_root(root: str | None) -> Path:

@@ -359,3 +359,20 @@ def test_required_literals_are_needed_by_every_match():
                 "## system:", "[[topic]]", "** new instruction"]:
             if pat.search(s):
                 assert any(lit in s for lit in lits), (pat.pattern, s)
+
+
+def test_scan_options_kept_only_while_the_settings_are_unchanged():
+    from kbwatch.plugins.scanning.options import scan_options
+
+    settings = load_defaults()
+    first = scan_options(settings)
+    before = {k: list(v) if isinstance(v, list) else v for k, v in first.items()}
+    assert scan_options(settings) is first  # asked again: the same answer, not recomputed
+    settings["stages"]["scan"]["allow_rules"].append("pii.email")  # changed in place
+    assert "pii.email" in scan_options(settings)["allow_rules"]
+    settings["stages"]["scan"] = {**settings["stages"]["scan"], "redact": not first["redact"]}  # replaced
+    assert scan_options(settings)["redact"] is (not first["redact"])
+    settings["scan"] = {"excerpt_context": 7}  # a [scan] table is read last
+    assert scan_options(settings)["excerpt_context"] == 7
+    other = load_defaults()
+    assert scan_options(other) == before and scan_options(other) is not first

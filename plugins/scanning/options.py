@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 from typing import Any
 
@@ -15,12 +16,36 @@ __all__ = ['allowed', 'fingerprint_allowed', 'rule_allowed', 'scan_options']
 # settings
 # --------------------------------------------------------------------------
 
+# id(settings) -> (settings, its [stages.scan] table, a copy of it, its [scan] table, a copy, the options):
+# every scanner asks once per document (six times a file); the answer is kept while the settings object
+# and both tables are the same objects with the same contents
+_CACHE: dict[int, tuple] = {}
+_CACHE_MAX = 32
+
+
+def _tables(settings: dict) -> tuple[Any, Any]:
+    stages = settings.get("stages")
+    return (stages.get("scan") if isinstance(stages, dict) else None), settings.get("scan")
+
+
 def scan_options(settings: Any) -> dict[str, Any]:
     """``[stages.scan]`` over its defaults (declared once, in config/default.toml); a
-    ``[scan]`` table, if a caller passes one, is read last."""
+    ``[scan]`` table, if a caller passes one, is read last. The dict returned may be shared
+    between calls with the same settings: read it, don't change it."""
+    if isinstance(settings, dict):
+        hit = _CACHE.get(id(settings))
+        if hit is not None and hit[0] is settings:
+            st, sc = _tables(settings)
+            if st is hit[1] and sc is hit[3] and st == hit[2] and sc == hit[4]:
+                return hit[5]
     out = stage_options(settings, "scan")
     if isinstance(settings, dict) and isinstance(settings.get("scan"), dict):
         out.update(settings["scan"])
+    if isinstance(settings, dict):
+        st, sc = _tables(settings)
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[id(settings)] = (settings, st, copy.deepcopy(st), sc, copy.deepcopy(sc), out)
     return out
 
 

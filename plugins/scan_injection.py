@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from itertools import compress
 
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
@@ -125,7 +126,8 @@ def _frame_hits(vt: str, cjk: bool, langs=("en", "zh", "ml"), zvt: str | None = 
         if (lang == "zh" and not cjk) or lang not in langs:
             continue
         res = pset.finditer_all(zvt if lang == "zh" and zvt is not None else vt)
-        for i, (rule, sev, msg, _, framing) in enumerate(rules):
+        for i in compress(range(len(rules)), res):  # the rules with a match, in order (most have none)
+            rule, sev, msg, _, framing = rules[i]
             for m in res[i]:
                 if (not ML.negated(vt, m.start(), m.end()) if lang == "ml"
                         else FR.framing_ok(vt, m.start(), m.end(), framing, lang)):
@@ -199,7 +201,8 @@ def _strong_hits(vt: str, cjk: bool, only_en: set[int] | None = None, res=None) 
     hits = []
     if res is None:
         res = _EN_SET.finditer_all(vt, only_en if only_en is not None else _STRONG_ONLY)
-    for i, (rule, sev, msg, _) in enumerate(_EN):
+    for i in compress(range(len(_EN)), res):  # the rules with a match, in order
+        rule, sev, msg, _ = _EN[i]
         for m in res[i]:
             hits.append((rule, sev, msg, m.start(), m.end()))
     for i in _TEMPLATE_IDX:
@@ -209,7 +212,8 @@ def _strong_hits(vt: str, cjk: bool, only_en: set[int] | None = None, res=None) 
                          "chat-template / role delimiter", m.start(), m.end()))
     if cjk:
         zres = _ZH_SET.finditer_all(vt)
-        for i, (rule, sev, msg, _) in enumerate(_ZH):
+        for i in compress(range(len(_ZH)), zres):
+            rule, sev, msg, _ = _ZH[i]
             for m in zres[i]:
                 hits.append((rule, sev, msg, m.start(), m.end()))
     return hits

@@ -175,8 +175,13 @@ def decode_invisible_runs(text: str) -> list[tuple[int, int, str, str]]:
     return out
 
 
-_TAG_RUN = re.compile("[\U000E0000-\U000E007F]+")
-_VS_RUN = re.compile("[\uFE00-\uFE0F\U000E0100-\U000E01EF]{4,}")
-_SNEAKY_RUN = re.compile("[\u2062\u2064\u200B]{8,}")
+# each written as "one carrier, then the rest" (c+ as cc*, c{4,} as cc{3,}: the same matches): a pattern that
+# begins with a character class is searched in C, one that begins with a repeat is tried at every position
+_TAG = "[\U000E0000-\U000E007F]"
+_VS = "[\uFE00-\uFE0F\U000E0100-\U000E01EF]"
+_SNEAKY = "[\u2062\u2064\u200B]"
+_TAG_RUN = re.compile(_TAG + _TAG + "*")
+_VS_RUN = re.compile(_VS + _VS + "{3,}")
+_SNEAKY_RUN = re.compile(_SNEAKY + _SNEAKY + "{7,}")
 
 

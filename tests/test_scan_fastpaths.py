@@ -332,6 +332,8 @@ def test_findings_equal_with_the_fast_paths_switched_off(scanners, monkeypatch):
                                           for r, sev, p, g in SS.PROVIDERS])
     monkeypatch.setitem(SS.PROVIDER_GATES, "secret.gitlab-token", ("gl", "GR1348941"))
     monkeypatch.setattr(SS, "_ALL_GATES", SS._ALL_GATES | {"gl"})
+    from kbwatch.plugins.scanning import injection_model as IM
+    monkeypatch.setattr(IM.load(), "gate_rx", None)
     monkeypatch.setattr(HP, "_PATTERN", re.compile("|".join(
         f"(?P<w{i}>" + "".join("[" + HP._DATA["chars"][c] + "]" for c in w) + ")" for i, w in enumerate(HP._WORDS))))
     monkeypatch.setattr(SI, "_PINYIN_RE", re.compile(r"(?<![a-z])(" + "|".join(r"\s?".join(sy) for sy in SI._PINYIN_WORDS)
@@ -391,3 +393,21 @@ def test_invisible_run_patterns_begin_with_their_class_and_find_the_same_runs(ol
         found += bool(ref)
         assert ref == [m.span() for m in new.finditer(s)], s
     assert found > 50
+
+
+def test_model_gate_pattern_finds_every_gate_token():
+    from kbwatch.plugins.scanning import injection_model as IM
+
+    model = IM.load()
+    assert model is not None and model.gate_rx is not None
+    words = sorted(model.gate)
+    rng = random.Random(59)
+    junk = ["", " ", "x", "1", "'", "'s", "-", "A", "\n", "é", "中", "2"]
+    texts = [t.lower() for t in TEXTS] + ["".join(rng.choice(junk) + rng.choice(words + ["a", "xai", "ai2"]) + rng.choice(junk)
+                                                  for _ in range(rng.randint(1, 4))) for _ in range(5000)]
+    gated = 0
+    for s in texts:
+        has = not model.gate.isdisjoint(IM.TOKEN.findall(s))
+        gated += has
+        assert not has or model.gate_rx.search(s), s  # a text holding a gate token is never skipped
+    assert gated > 1000

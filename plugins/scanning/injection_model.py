@@ -63,6 +63,7 @@ class Model:
         # a window is scored only when it holds one of these words (an AI, a bot, a prompt: whom the text
         # addresses); empty = every window
         self.gate: frozenset[str] = frozenset(data.get("gate") or ())
+        self.gate_rx = _gate_pattern(self.gate) if self.gate and self.token_re.pattern == TOKEN.pattern else None
 
     def token_weights(self, toks: list[str]) -> list[float]:
         """Per token, its unigram's weight plus the weight of the bigram it ends (C-level maps: no Python loop)."""
@@ -129,6 +130,8 @@ class Model:
         """(start, end, probability) character spans of ``text`` whose window reaches the threshold;
         overlapping hit windows are merged (the highest probability kept)."""
         thr = self.threshold if threshold is None else threshold
+        if self.gate_rx is not None and self.gate_rx.search(text) is None:
+            return []  # no gate word among the tokens: no window is scored (without tokenising the text)
         toks, chunks = _chunked_tokens(text, self.token_re)
         hit = [(s, e, p) for s, e, p in self.scores(toks) if p >= thr]
         if not hit:
@@ -142,6 +145,19 @@ class Model:
                 merged.append([s, e, p])
         rx = self.token_re
         return [(_token_span(text, chunks, s, rx)[0], _token_span(text, chunks, e - 1, rx)[1], p) for s, e, p in merged]
+
+
+def _gate_pattern(words) -> re.Pattern:
+    """Where a ``TOKEN`` equal to one of ``words`` can be: the word with no letter or digit on either side
+    (a token is a whole run of letters and digits, or ends in ``'letters``, which no gate word does; one
+    can start right after a letter only with a digit, which no gate word does). Written to begin with the
+    class of the words' first letters, so a search skips other characters in C; the look-behinds check what
+    stood before that letter and which letter it was."""
+    words = sorted(words, key=len, reverse=True)
+    if not all(re.fullmatch(r"[a-z][a-z0-9]*", w) for w in words):
+        return None
+    return re.compile("[" + "".join(sorted({w[0] for w in words})) + "](?<![a-z0-9].)(?:"
+                      + "|".join(f"(?<={w[0]}){w[1:]}" for w in words) + ")(?![a-z0-9])")
 
 
 _CHUNK = 16384

@@ -41,7 +41,7 @@ def scan_options(settings: Any) -> dict[str, Any]:
     out = stage_options(settings, "scan")
     if isinstance(settings, dict) and isinstance(settings.get("scan"), dict):
         out.update(settings["scan"])
-    if isinstance(settings, dict):
+    if isinstance(settings, dict) and settings:  # not the {} a caller without settings makes afresh each time
         st, sc = _tables(settings)
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()

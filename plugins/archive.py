@@ -28,8 +28,11 @@ from kbwatch.pipeline.fsutil import copy_file, human_minute, link_or_copy, now_l
 from kbwatch.pipeline.stage import RunContext, Stage
 
 
-def _listing(ctx: RunContext, folder: Path) -> dict[str, set[str]]:
-    """Archived file names in ``folder`` by stem, read once per session and kept current."""
+def _listing(ctx: RunContext, folder: Path) -> dict[str, tuple[str, ...]]:
+    """Archived file names in ``folder`` by stem, read once per session and kept current.
+
+    A stem's names are a tuple (56 bytes for one name; a set is 216): the service keeps
+    this listing for as long as it runs, one stem per document."""
     cache = ctx.project.cached("archive.listing", dict)
     listing = cache.get(folder)
     if listing is None:
@@ -38,14 +41,14 @@ def _listing(ctx: RunContext, folder: Path) -> dict[str, set[str]]:
             for entry in os.scandir(folder):
                 m = ARCHIVE_RE.match(entry.name)
                 if m:
-                    listing.setdefault(m.group(1), set()).add(entry.name)
+                    listing[m.group(1)] = listing.get(m.group(1), ()) + (entry.name,)
         except FileNotFoundError:
             pass
         cache[folder] = listing
     return listing
 
 
-def _reusable_copy(ctx: RunContext, folder: Path, stem: str, names: set[str]) -> str | None:
+def _reusable_copy(ctx: RunContext, folder: Path, stem: str, names: tuple[str, ...]) -> str | None:
     """An archive copy of exactly this content that no manifest version points at
     (left by a run that stopped before its commit)."""
     manifest = session_manifest(ctx.project)
@@ -89,7 +92,8 @@ class ArchiveStage(Stage):
             raise PermanentError(str(exc), reason="name too long") from None
         folder = project / "archive" / sub if sub else project / "archive"
         when = now_local(ctx.settings["stages"]["archive"]["timezone"])
-        names = _listing(ctx, folder).setdefault(short, set())
+        listing = _listing(ctx, folder)
+        names = listing.get(short, ())
         reused = _reusable_copy(ctx, folder, short, names)
         if reused:
             ctx.archived = reused
@@ -102,7 +106,7 @@ class ArchiveStage(Stage):
             else:
                 copy_file(ctx.source, folder / name)
             ctx.project.durable(folder / name)
-            names.add(name)
+            listing[short] = names + (name,)
             ctx.archived = (folder / name).relative_to(project).as_posix()
             ctx.output(ctx.archived, "created")
         if ctx.parsed is not None:

@@ -47,7 +47,7 @@ def write_knowledge(session, journal, settings) -> str:
     """Render and write KNOWLEDGE.md now; returns the status written."""
     manifest = session_manifest(session)
     pm = session_project_md(session)
-    names = [f["name"] for f in manifest.active_files()]
+    names = manifest.active_names()
     pending = len(journal.pending_findings(session.name)) if journal is not None else 0
     status = "needs-review" if pending else ("ready" if names else "draft")
     manual = _current_status(session.path)

@@ -53,7 +53,7 @@ def rebuild_project_locked(project: Path, settings: dict, plugins, journal) -> d
     pm.rows = {}
     for d in documents:
         pm.upsert_row(d["name"], d["parsed"], d["archived"], result["summaries"].get(d["name"], ""))
-    when = (manifest.data.get("last_ingest") or manifest.data.get("created_at") or "").replace("T", " ")
+    when = (manifest.head.get("last_ingest") or manifest.head.get("created_at") or "").replace("T", " ")
     line = "- " + when + ": " + LOG_VERBS[pm.language]["rebuild"].format(count=len(documents))
     if not pm.log or pm.log[-1] != line:
         pm.log.append(line)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 
@@ -87,9 +88,9 @@ def archive_candidates(stem: str, ext: str, when: datetime):
         n += 1
 
 
-def choose_archive_name(folder: Path, stem: str, ext: str, when: datetime, taken: set[str] | None = None) -> str:
+def choose_archive_name(folder: Path, stem: str, ext: str, when: datetime, taken: Collection[str] | None = None) -> str:
     """First candidate that exists neither on disk nor in ``taken``."""
-    taken = taken or set()
+    taken = taken or ()
     for candidate in archive_candidates(stem, ext, when):
         if candidate not in taken and not (folder / candidate).exists():
             return candidate

@@ -1,7 +1,15 @@
 """manifest.json (DESIGN §3): versions of every document of a project.
 
-Kept in memory as a dict shaped exactly like the file; an index by name is
-built once per load so lookups stay O(1) with thousands of documents.
+In memory, each entry (one document) is kept as the exact text the file
+holds for it (indented JSON, UTF-8 bytes, ~0.4 KB), keyed by its name, not
+as a tree of dicts and strings (~1.5 KB): a service keeps every project's
+manifest for as long as it runs, so what one document costs adds up
+(issue 12, the soak). An entry is decoded when asked for (``get``,
+``files``: one C ``json.loads``) and encoded again only when it changes
+(``add_version``, ``mark_removed`` hold it as a dict until the next
+``dumps``), so writing a manifest of 10,000 documents re-encodes only the
+entries that changed. The file's bytes are the same as
+``json.dumps(data, ensure_ascii=False, indent=2)`` + newline.
 """
 
 from __future__ import annotations
@@ -14,16 +22,22 @@ from typing import Any
 from kbwatch.pipeline.errors import PermanentError
 
 HASH_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+_UTF8 = "surrogatepass"  # a name json holds with a lone surrogate survives the round trip
+
+
+def _render(entry: dict) -> bytes:
+    """An entry as the file holds it (indented by 4 under "files"), encoded."""
+    text = "    " + json.dumps(entry, ensure_ascii=False, indent=2).replace("\n", "\n    ")
+    return text.encode("utf-8", _UTF8)
 
 
 class Manifest:
     def __init__(self, data: dict[str, Any]):
-        self.data = data
-        self._rendered: dict[str, str] = {}  # name -> its entry as indented JSON, until it changes
-        self._by_name: dict[str, dict] = {f["name"]: f for f in data["files"]}
-        self._by_lower: dict[str, list[dict]] = {}
-        for f in data["files"]:
-            self._by_lower.setdefault(f["name"].casefold(), []).append(f)
+        # the top-level keys in file order ("files" holds its place, its value is _entries)
+        self.head: dict[str, Any] = {k: (None if k == "files" else v) for k, v in data.items()}
+        # name -> the entry: rendered bytes, or a dict (just loaded, or changed since the last dumps)
+        self._entries: dict[str, bytes | dict] = {f["name"]: f for f in data["files"]}
+        self._removed: set[str] = {f["name"] for f in data["files"] if f.get("removed")}
 
     # -- io --------------------------------------------------------------
     @classmethod
@@ -44,68 +58,96 @@ class Manifest:
         return cls(data)
 
     def dumps(self) -> str:
-        """The file's text: ``json.dumps(data, indent=2)`` exactly, but entries
-        that did not change since the last call are not encoded again (json's
+        """The file's text: ``json.dumps(data, ensure_ascii=False, indent=2)`` exactly, but
+        entries that did not change since the last call are not encoded again (json's
         fast C encoder does not indent; thousands of entries add up)."""
         parts = []
-        for key, value in self.data.items():
-            if key != "files" or not value:
-                parts.append(f"  {json.dumps(key)}: " + json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n  "))
-                continue
-            entries = []
-            for f in value:
-                text = self._rendered.get(f["name"])
-                if text is None:
-                    text = "    " + json.dumps(f, ensure_ascii=False, indent=2).replace("\n", "\n    ")
-                    self._rendered[f["name"]] = text
-                entries.append(text)
-            parts.append('  "files": [\n' + ",\n".join(entries) + "\n  ]")
+        for key, value in self.head.items():
+            if key == "files":
+                if self._entries:
+                    entries = self._entries
+                    for name, entry in entries.items():
+                        if isinstance(entry, dict):
+                            entries[name] = _render(entry)
+                    body = b",\n".join(entries.values()).decode("utf-8", _UTF8)
+                    parts.append('  "files": [\n' + body + "\n  ]")
+                    continue
+                value = []
+            parts.append(f"  {json.dumps(key)}: " + json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n  "))
         return "{\n" + ",\n".join(parts) + "\n}\n"
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The whole manifest as one dict shaped like the file (decoded afresh: read it, don't change it)."""
+        return {k: (self.files() if k == "files" else v) for k, v in self.head.items()}
 
     # -- queries ---------------------------------------------------------
     def get(self, name: str) -> dict | None:
-        return self._by_name.get(name)
+        """The entry of ``name`` (a copy once it was written: change entries through
+        :meth:`add_version` and :meth:`mark_removed`)."""
+        entry = self._entries.get(name)
+        return json.loads(entry) if isinstance(entry, bytes) else entry
 
     def latest_hash(self, name: str) -> str | None:
-        entry = self._by_name.get(name)
+        entry = self.get(name)
         if not entry or not entry["versions"]:
             return None
         return entry["versions"][-1]["hash"]
 
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def active_names(self) -> list[str]:
+        """Names of the documents not removed, in file order (nothing is decoded)."""
+        removed = self._removed
+        return [n for n in self._entries if n not in removed] if removed else list(self._entries)
+
     def files(self) -> list[dict]:
-        return self.data["files"]
+        """Every entry, in file order, decoded (written ones in one ``json.loads``)."""
+        values = list(self._entries.values())
+        if all(isinstance(v, bytes) for v in values):
+            return json.loads(b"[" + b",".join(values) + b"]") if values else []
+        return [json.loads(v) if isinstance(v, bytes) else v for v in values]
 
     def active_files(self) -> list[dict]:
-        return [f for f in self.data["files"] if not f.get("removed")]
+        return [f for f in self.files() if not f.get("removed")]
 
     # -- updates ---------------------------------------------------------
+    def _editable(self, name: str) -> dict | None:
+        entry = self._entries.get(name)
+        if isinstance(entry, bytes):
+            entry = self._entries[name] = json.loads(entry)  # encoded again at the next dumps
+        return entry
+
     def add_version(self, name: str, ext: str, parsed: str, archived: str, sha256: str, when: str) -> str:
-        """Record a version; returns "new" or "version"."""
-        version = {"archived": archived, "hash": f"sha256:{sha256}", "ingested_at": when}
-        entry = self._by_name.get(name)
+        """Record a version; returns "new", "version" or "unchanged"."""
+        entry = self._entries.get(name)
+        if isinstance(entry, bytes) and archived.encode("utf-8", _UTF8) in entry:
+            current = json.loads(entry)
+            if any(v["archived"] == archived for v in current["versions"]):
+                return "unchanged"
+        entry = self._editable(name)
         event = "version"
         if entry is None:
-            entry = {"name": name, "ext": ext, "parsed": parsed, "versions": []}
-            self.data["files"].append(entry)
-            self._by_name[name] = entry
-            self._by_lower.setdefault(name.casefold(), []).append(entry)
+            entry = self._entries[name] = {"name": name, "ext": ext, "parsed": parsed, "versions": []}
             event = "new"
         if any(v["archived"] == archived for v in entry["versions"]):
             return "unchanged"
-        self._rendered.pop(name, None)
         entry["ext"] = ext
         entry["parsed"] = parsed
         entry.pop("removed", None)
-        entry["versions"].append(version)
-        self.data["last_ingest"] = when
+        self._removed.discard(name)
+        entry["versions"].append({"archived": archived, "hash": f"sha256:{sha256}", "ingested_at": when})
+        self.head["last_ingest"] = when
         return event
 
     def mark_removed(self, name: str, when: str) -> bool:
-        entry = self._by_name.get(name)
-        if entry is None or entry.get("removed"):
+        entry = self._entries.get(name)
+        if entry is None or name in self._removed:
             return False
+        entry = self._editable(name)
         entry["removed"] = when
-        self._rendered.pop(name, None)
+        self._removed.add(name)
         return True
 
 

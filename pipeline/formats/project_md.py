@@ -2,7 +2,10 @@
 
 The file is parsed into its sections once per session and rendered back on
 commit; user-written text in 概述 and 关键信息 (and any extra section) is kept
-verbatim. The file index is one row per document keyed by the 文件名 cell;
+verbatim. The file index is one row per document keyed by the 文件名 cell,
+held in memory as the row's rendered line (UTF-8 bytes), not as a list of
+cells: a service keeps every project's project.md as long as it runs
+(issue 12, the soak); ``rows`` decodes cells when asked.
 :func:`one_line_summary` gives a row's 摘要 (the ``project_md`` stage and the
 built-in summariser both use it).
 """
@@ -10,6 +13,7 @@ built-in summariser both use it).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,6 +96,30 @@ def _split_row(line: str) -> list[str]:
     return cells
 
 
+def _row_line(cells: list[str]) -> bytes:
+    """A file-index row as project.md holds it."""
+    return ("| " + " | ".join(escape_cell(c) for c in cells) + " |").encode("utf-8", "surrogatepass")
+
+
+class _Rows(Mapping):
+    """The file index as name -> its 4 cells (decoded from the rendered lines on access)."""
+
+    def __init__(self, lines: dict[str, bytes]):
+        self._lines = lines
+
+    def __getitem__(self, name: str) -> list[str]:
+        return _split_row(self._lines[name].decode("utf-8", "surrogatepass"))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._lines)
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._lines
+
+
 @dataclass
 class Section:
     heading: str
@@ -107,9 +135,17 @@ class ProjectMd:
         self.title = title
         self.preamble: list[str] = []
         self.sections: list[Section] = []
-        self.rows: dict[str, list[str]] = {}  # name -> 4 cells (unescaped)
+        self._lines: dict[str, bytes] = {}  # name -> its file-index row, rendered
         self.log: list[str] = []
-        self._row_lines: dict[str, tuple[tuple[str, ...], str]] = {}  # name -> (cells, rendered line)
+
+    @property
+    def rows(self) -> Mapping[str, list[str]]:
+        """The file index: name -> 4 cells (unescaped), in file order (read-only view)."""
+        return _Rows(self._lines)
+
+    @rows.setter
+    def rows(self, rows: dict[str, list[str]]) -> None:
+        self._lines = {name: _row_line(list(cells)) for name, cells in rows.items()}
 
     # -- construction ------------------------------------------------------
     @classmethod
@@ -147,7 +183,7 @@ class ProjectMd:
                         continue
                     while len(cells) < 4:
                         cells.append("")
-                    pm.rows[cells[0]] = cells[:4]
+                    pm._lines[cells[0]] = _row_line(cells[:4])
                     continue
                 if stripped:
                     current.lines.append(line)
@@ -178,10 +214,10 @@ class ProjectMd:
 
     # -- updates -----------------------------------------------------------
     def upsert_row(self, name: str, parsed: str, archived: str, summary: str) -> None:
-        self.rows[name] = [name, parsed, archived, summary]
+        self._lines[name] = _row_line([name, parsed, archived, summary])
 
     def remove_row(self, name: str) -> None:
-        self.rows.pop(name, None)
+        self._lines.pop(name, None)
 
     def add_log(self, when: str, event: str, **fields) -> None:
         text = LOG_VERBS[self.language][event].format(**fields)
@@ -229,13 +265,8 @@ class ProjectMd:
                 out.extend(l for l in s.lines if l.strip())
                 out.append("| " + " | ".join(cols) + " |")
                 out.append("|" + "|".join("-" * max(6, len(c) * 2 + 2) for c in cols) + "|")
-                for name, cells in self.rows.items():
-                    key = tuple(cells)
-                    hit = self._row_lines.get(name)
-                    if hit is None or hit[0] != key:
-                        hit = (key, "| " + " | ".join(escape_cell(c) for c in cells) + " |")
-                        self._row_lines[name] = hit
-                    out.append(hit[1])
+                if self._lines:
+                    out.append(b"\n".join(self._lines.values()).decode("utf-8", "surrogatepass"))
                 out.append("")
             elif s.heading in _ALL_LOG_HEADINGS:
                 out.extend(self.log)

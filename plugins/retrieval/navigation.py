@@ -105,7 +105,7 @@ def project_purpose(pm: ProjectMd, manifest: Manifest) -> str:
     text = " ".join(pm.section_text("overview").split())
     if text and text not in placeholders:
         return text
-    names = [f["name"] for f in manifest.active_files()]
+    names = manifest.active_names()
     return ("Documents: " + ", ".join(names[:5]) + ("…" if len(names) > 5 else "")) if names else "No documents yet."
 
 
@@ -170,16 +170,16 @@ def _project_row(p: Path, settings: dict) -> tuple[str, str, int, str] | None:
     except Exception:
         return None
     pm = ProjectMd.load(p / "project.md", p.name, settings["project"]["language"])
-    last = (manifest.data.get("last_ingest") or "").replace("T", " ")
-    row = (p.name, project_purpose(pm, manifest), len(manifest.active_files()), last)
+    last = (manifest.head.get("last_ingest") or "").replace("T", " ")
+    row = (p.name, project_purpose(pm, manifest), len(manifest.active_names()), last)
     _SUMMARIES[key] = (stamps, row)
     return row
 
 
 def remember_project(p: Path, pm: ProjectMd, manifest: Manifest) -> None:
     """Record a project's row from the in-memory files a session just committed."""
-    last = (manifest.data.get("last_ingest") or "").replace("T", " ")
-    _SUMMARIES[str(p)] = (_stamps(p), (p.name, project_purpose(pm, manifest), len(manifest.active_files()), last))
+    last = (manifest.head.get("last_ingest") or "").replace("T", " ")
+    _SUMMARIES[str(p)] = (_stamps(p), (p.name, project_purpose(pm, manifest), len(manifest.active_names()), last))
 
 
 def write_root_file(root: Path, settings: dict) -> None:

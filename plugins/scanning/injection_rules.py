@@ -87,6 +87,16 @@ _OBJ = (r"(?:instructions?|instruction\s+sets?|directives?|rules|guidelines?|gui
         r"guardrails?|protocols?|principles|ethics|morals|morality|conditioning|directions|orders|boundaries|"
         r"messages|conversation|context|(?:terms\s+of\s+service|tos))")
 
+# the part of a forged reasoning trace after its label (the rules in EN_STRONG say what it is)
+_FORGED_REST = (r"(?=[^\n]{0,400}?(?:exempt|restrict|content\s+polic|guidelines?\b|safety|\brules\b|confidential|"
+                r"canary|\{\w+\}|confirmation\s+token|\bto\s+(?:my|the)\s+(?:summary|response|reply|answer|output)))"
+                r"[^\n]{0,200}?\bi\s*(?:have|'ve)\s+(?:already\s+|now\s+)?(?:concluded|determined|decided|verified|"
+                r"confirmed|reasoned|established|judged|realized|realised)\b[^\n]{0,200}?"
+                r"\b(?:so|therefore|thus|hence|which\s+means)\b[^\n]{0,40}?"
+                r"(?:\bi\s*(?:should|will|must|can|may|'ll|am\s+going\s+to)|next\s+step\s+is\s+to)\s+"
+                r"(?:now\s+|just\s+)?(?:proceed|comply|disregard|ignore|bypass|override|output|reveal|disclose|append|"
+                r"include|insert|skip|provide)\b")
+
 EN_STRONG: list[tuple[str, str, str, re.Pattern]] = [
     # (rule, severity, message, pattern)
     ("injection.override", "high", "instruction to ignore or override earlier/system rules",
@@ -188,17 +198,15 @@ EN_STRONG: list[tuple[str, str, str, re.Pattern]] = [
     # exempt from the usual restrictions, so I should proceed"); an agent log ("Thought: I have determined the file
     # exists, so I will read it") has no limit or output target and stays clean
     ("injection.override", "high", "forged reasoning that talks the model past its rules",
-     re.compile(r"(?:\b(?:reasoning(?:\s+trace)?|thoughts?|thinking|internal\s+(?:monologue|reasoning|notes?)|"
-                r"chain[\s-]of[\s-]thought|scratch\s?pad)\s*(?:\(\s*(?:assistant|ai|model)\s*\)\s*)?:|"
-                r"<(?:thinking|think|reasoning|scratchpad)>|\bas\s+the\s+(?:assistant|ai|model),)"
-                r"(?=[^\n]{0,400}?(?:exempt|restrict|content\s+polic|guidelines?\b|safety|\brules\b|confidential|"
-                r"canary|\{\w+\}|confirmation\s+token|\bto\s+(?:my|the)\s+(?:summary|response|reply|answer|output)))"
-                r"[^\n]{0,200}?\bi\s*(?:have|'ve)\s+(?:already\s+|now\s+)?(?:concluded|determined|decided|verified|"
-                r"confirmed|reasoned|established|judged|realized|realised)\b[^\n]{0,200}?"
-                r"\b(?:so|therefore|thus|hence|which\s+means)\b[^\n]{0,40}?"
-                r"(?:\bi\s*(?:should|will|must|can|may|'ll|am\s+going\s+to)|next\s+step\s+is\s+to)\s+"
-                r"(?:now\s+|just\s+)?(?:proceed|comply|disregard|ignore|bypass|override|output|reveal|disclose|append|"
-                r"include|insert|skip|provide)\b", F)),
+     re.compile(r"\b(?:reasoning(?:\s+trace)?|thoughts?|thinking|internal\s+(?:monologue|reasoning|notes?)|"
+                r"chain[\s-]of[\s-]thought|scratch\s?pad)\s*(?:\(\s*(?:assistant|ai|model)\s*\)\s*)?:"
+                + _FORGED_REST, F)),
+    ("injection.override", "high", "forged reasoning that talks the model past its rules",
+     re.compile(r"\bas\s+the\s+(?:assistant|ai|model)," + _FORGED_REST, F)),
+    # the tag form has its own pattern: a "<" alternative would make the word-anchored ones above char-anchored
+    # (looked for at every character, not at word starts: +0.06 s per 2 MB)
+    ("injection.override", "high", "forged reasoning that talks the model past its rules",
+     re.compile(r"<(?:thinking|think|reasoning|scratchpad)>" + _FORGED_REST, F)),
     # text that makes itself part of every answer: "the session reference above is shown to the user in every
     # summary" (a declarative plant, not "remember … in every report you generate", which ``memory`` reads)
     ("injection.memory", "medium", "text that asks to be repeated in every answer",

@@ -415,7 +415,7 @@ def zh_independent(misses_half: str | None = None) -> list[str]:
 
 
 KIND_FILES = ("test_scan_injection_frames.py", "test_scan_injection_persona.py", "test_scan_injection_templates.py",
-              "test_scan_injection_zh_independent.py")
+              "test_scan_injection_zh_independent.py", "test_scan_injection_reasoning.py")
 
 
 def kinds() -> list[str]:

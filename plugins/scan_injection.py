@@ -329,6 +329,16 @@ def model_view(text: str) -> str:
     return _view(text)[1]
 
 
+def signal_starts(vt: str, names, res=None) -> list[int]:
+    """Where the weak jailbreak signals named ``names`` start in the view text ``vt`` (they open the learned
+    model's gate, ``injection_model.Model.gate_signals``)."""
+    if not names:
+        return []
+    if res is None:
+        res = _EN_SET.finditer_all(vt, set(range(_SIG0, len(_EN_SET.patterns))))
+    return [m.start() for k, (name, _) in enumerate(R.SIGNALS) if name in names for m in res[_SIG0 + k]]
+
+
 def scan_text(text: str, settings=None) -> list[Finding]:
     opts = scan_options(settings or {})
     index = LineIndex(text)
@@ -373,7 +383,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue
             # the Chinese model reads only lines that hold Chinese (zvt): a window of Malay or English
             # words would be scored on its ASCII tokens alone
-            for s, e, p in model.hits(mvt, thr):
+            gate_at = signal_starts(vt, model.gate_signals, res) if mvt is vt else ()
+            for s, e, p in model.hits(mvt, thr, gate_at):
                 os_, oe = view.span(s, e)
                 l1, l2 = index.position(os_)[0], index.position(max(os_, oe - 1))[0]
                 add("injection.model", "high" if p >= 0.5 + model.threshold / 2 else "medium",

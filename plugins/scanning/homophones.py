@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left, bisect_right
 from importlib import resources
 
 __all__ = ["correct"]
@@ -44,25 +45,31 @@ def correct(text: str) -> str:
     """``text`` with disguised injection words read back (same length) where a disguised act meets
     a target, or an act a disguised target, within ``WINDOW`` characters; otherwise unchanged."""
     # where the real words are: a sound-alike run overlapping one (安全限制 holds 全限 ≈ 权限) is not a disguise
-    real = [(m.start(), m.end()) for m in _EXACT.finditer(text)]
+    real = [(m.start(), m.end()) for m in _EXACT.finditer(text)]  # non-overlapping, in order
+    real_starts = [s for s, _ in real]
     runs = []  # (start, end, word, is_act, disguised)
     for m in _PATTERN.finditer(text):
         word = _WORDS[int(m.lastgroup[1:])]
         disguised = m.group() != word
-        if disguised and any(s < m.end() and m.start() < e for s, e in real):
+        # the real span starting last before this run's end is the only one that can overlap it
+        k = bisect_left(real_starts, m.end()) - 1
+        if disguised and k >= 0 and m.start() < real[k][1]:
             continue
         runs.append((m.start(), m.end(), word, word in _ACTS, disguised))
-    runs += [(s, e, text[s:e], text[s:e] in _ACTS, False) for s, e in real
-             if not any(r[0] == s and r[1] == e for r in runs)]
+    found = {(r[0], r[1]) for r in runs}
+    runs += [(s, e, text[s:e], text[s:e] in _ACTS, False) for s, e in real if (s, e) not in found]
     runs.sort()
     if not any(r[4] for r in runs):
         return text
     keep = set()
+    starts = [r[0] for r in runs]
     for i, a in enumerate(runs):
         if not a[3]:
             continue
-        for j, t in enumerate(runs):
-            if not t[3] and (a[4] or t[4]) and 0 <= t[0] - a[1] <= WINDOW:
+        # targets starting within WINDOW characters after the act's end (bisect: no pass over every run per act)
+        for j in range(bisect_left(starts, a[1]), bisect_right(starts, a[1] + WINDOW)):
+            t = runs[j]
+            if not t[3] and (a[4] or t[4]):
                 keep.update(k for k in (i, j) if runs[k][4])
     for i in range(len(runs) - 1):  # a disguised compound target: 洗统提屎词 ≈ 系统提示词
         a, b = runs[i], runs[i + 1]

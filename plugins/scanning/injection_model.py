@@ -9,8 +9,11 @@ Features of a window of ``n`` tokens: the count of each known unigram and bigram
 token's weight is its unigram's plus the bigram it ends; one prefix sum over the document scores
 every window in O(1). Windows are ``window`` tokens long, every ``stride`` tokens (the whole text
 when it is shorter); windows shorter than ``min_tokens`` are not scored, nor windows without one of
-the ``gate`` words (an AI, a bot, a prompt: whom a jailbreak addresses), when the model has a gate,
-nor windows made of one line repeated (fewer distinct tokens than ``MIN_DISTINCT`` of their length),
+the ``gate`` words (an AI, a bot, a prompt, a reply: whom or what a jailbreak addresses; ``gate_except`` names
+next words that cancel a gate word, "response to"), when the model has a gate,
+or, when the model names ``gate_signals``, one of the rules' weak jailbreak signals of those names (the caller
+passes where they start: ``gate_at``), nor windows made of one line repeated (fewer distinct tokens than
+``MIN_DISTINCT`` of their length),
 nor windows in another language (fewer tokens with a weight than ``MIN_KNOWN`` of their length).
 The tokens are those of the scanner's matching view (lower case, NFKC, confusables folded), so the offsets the caller maps back
 are the view's.
@@ -21,12 +24,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from bisect import bisect_left
 from functools import lru_cache
 from itertools import accumulate, repeat
 from operator import add
 from pathlib import Path
 
-__all__ = ["TOKEN", "Model", "load", "load_zh", "tokens", "features"]
+__all__ = ["TOKEN", "Model", "load", "load_zh", "tokens", "features", "token_indices"]
 
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 MIN_DISTINCT = 0.2  # a window with fewer distinct tokens than this share of its length is not scored
@@ -64,6 +68,26 @@ class Model:
         # addresses); empty = every window
         self.gate: frozenset[str] = frozenset(data.get("gate") or ())
         self.gate_rx = _gate_pattern(self.gate) if self.gate and self.token_re.pattern == TOKEN.pattern else None
+        # names of the rules' weak jailbreak signals (injection_rules.SIGNALS) that also open the gate where they
+        # occur ("no-limits", "role-play" …): a persona prompt with no AI word is addressed through them
+        self.gate_signals: frozenset[str] = frozenset(data.get("gate_signals") or ())
+        # gate words that do not open the gate when the next token is one of these ("in response to a trigger":
+        # a preposition, not a reply asked of someone)
+        self.gate_except: dict[str, frozenset[str]] = {w: frozenset(n) for w, n in (data.get("gate_except") or {}).items()}
+
+    def gate_flags(self, toks: list[str]) -> list[bool]:
+        """Per token, whether it opens the gate (a gate word, unless followed by one of its exceptions)."""
+        flags = list(map(self.gate.__contains__, toks))
+        for w, nxt in self.gate_except.items():
+            i = -1
+            try:
+                while True:
+                    i = toks.index(w, i + 1)
+                    if i + 1 < len(toks) and toks[i + 1] in nxt:
+                        flags[i] = False
+            except ValueError:
+                pass
+        return flags
 
     def token_weights(self, toks: list[str]) -> list[float]:
         """Per token, its unigram's weight plus the weight of the bigram it ends (C-level maps: no Python loop)."""
@@ -92,16 +116,20 @@ class Model:
                 out += [(s, s + size) for s in range(0, n - size + 1, step)]
         return out
 
-    def scores(self, toks: list[str]) -> list[tuple[int, int, float]]:
-        """(first token, end token, probability) of every window."""
+    def scores(self, toks: list[str], open_at=()) -> list[tuple[int, int, float]]:
+        """(first token, end token, probability) of every window; ``open_at``: token indices where the gate is
+        open besides the gate words (the rules' signals)."""
         spans = self.window_spans(len(toks))
         if not spans:
             return []
         if self.gate:
             gate = self.gate
-            if gate.isdisjoint(toks):
+            if gate.isdisjoint(toks) and not open_at:
                 return []
-            gpre = [0, *accumulate(map(gate.__contains__, toks))]
+            opened = self.gate_flags(toks)
+            for i in open_at:
+                opened[min(i, len(toks) - 1)] = True
+            gpre = [0, *accumulate(opened)]
             spans = [(s, e) for s, e in spans if gpre[e] > gpre[s]]
             if not spans:
                 return []
@@ -122,18 +150,22 @@ class Model:
     def tokens(self, text: str) -> list[str]:
         return self.token_re.findall(text)
 
-    def max_score(self, text: str) -> float:
+    def max_score(self, text: str, gate_at=()) -> float:
         """The highest window probability of a (view) text; 0 when no window is scored."""
-        return max((p for _, _, p in self.scores(self.tokens(text))), default=0.0)
-
-    def hits(self, text: str, threshold: float | None = None) -> list[tuple[int, int, float]]:
-        """(start, end, probability) character spans of ``text`` whose window reaches the threshold;
-        overlapping hit windows are merged (the highest probability kept)."""
-        thr = self.threshold if threshold is None else threshold
-        if self.gate_rx is not None and self.gate_rx.search(text) is None:
-            return []  # no gate word among the tokens: no window is scored (without tokenising the text)
         toks, chunks = _chunked_tokens(text, self.token_re)
-        hit = [(s, e, p) for s, e, p in self.scores(toks) if p >= thr]
+        return max((p for _, _, p in self.scores(toks, token_indices(text, chunks, gate_at, self.token_re))),
+                   default=0.0)
+
+    def hits(self, text: str, threshold: float | None = None, gate_at=()) -> list[tuple[int, int, float]]:
+        """(start, end, probability) character spans of ``text`` whose window reaches the threshold;
+        overlapping hit windows are merged (the highest probability kept). ``gate_at``: character offsets in
+        ``text`` where a signal of ``gate_signals`` starts (the gate is open at the token there)."""
+        thr = self.threshold if threshold is None else threshold
+        if not gate_at and self.gate_rx is not None and self.gate_rx.search(text) is None:
+            return []  # no gate word among the tokens and no signal: no window is scored (without tokenising)
+        toks, chunks = _chunked_tokens(text, self.token_re)
+        hit = [(s, e, p) for s, e, p in self.scores(toks, token_indices(text, chunks, gate_at, self.token_re))
+               if p >= thr]
         if not hit:
             return []
         merged: list[list] = []
@@ -181,6 +213,26 @@ def _chunked_tokens(text: str, rx: re.Pattern = TOKEN) -> tuple[list[str], list[
         toks += rx.findall(text, i, j)
         i = j if j > i else n
     return toks, chunks
+
+
+def token_indices(text: str, chunks: list[tuple[int, int, int]], positions, rx: re.Pattern = TOKEN) -> list[int]:
+    """Index of the first token starting at or after each character offset (one pass over the chunks that hold
+    an offset)."""
+    if not positions:
+        return []
+    pos = sorted(positions)
+    out: list[int] = []
+    j = 0
+    for c0, c1, t0 in chunks:
+        if j >= len(pos):
+            break
+        if pos[j] >= c1:
+            continue
+        starts = [m.start() for m in rx.finditer(text, c0, c1)]
+        while j < len(pos) and pos[j] < c1:
+            out.append(t0 + bisect_left(starts, pos[j]))
+            j += 1
+    return out
 
 
 def _token_span(text: str, chunks: list[tuple[int, int, int]], k: int, rx: re.Pattern = TOKEN) -> tuple[int, int]:

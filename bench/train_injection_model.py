@@ -60,7 +60,15 @@ from kbwatch.plugins.scanning import injection_model as IM  # noqa: E402
 
 DATA = RI.DATA
 OUT = IM.MODEL_FILE
-CACHE = Path("/tmp/injml-rules-cache.json")
+def _rules_digest() -> str:
+    """A digest of the rule code: the rule-flag cache is only valid for the rules that filled it."""
+    h = hashlib.sha256()
+    for f in sorted([REPO / "plugins" / "scan_injection.py", *(REPO / "plugins" / "scanning").glob("*.py")]):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+CACHE = Path(f"/tmp/injml-rules-cache-{_rules_digest()}.json")
 PROMPT_WHEELS = ("openai==1.54.0", "anthropic==0.39.0", "langchain-core==0.3.15", "llama-index-core==0.11.23",
                  "guidance==0.1.16")
 FICTION_WHEELS = ("adventure==1.7", "a-new-dawn==0.1.7", "bread-bair==0.1.0", "game-master==0.1.3", "balladeer==0.60.0",

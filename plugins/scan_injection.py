@@ -369,7 +369,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         add(rule, sev, msg, s, e)
     zvt = cjk_lines(vt) if cjk else None
     for rule, sev, msg, s, e in _frame_hits(vt, cjk, zvt=zvt) + (CO.hits(zvt) + PO.hits(zvt) if cjk else []):
-        if cjk and (_quoted_discussion(vt, s, e) or FR.zh_reported(vt, s) or _zh_prohibited(vt, rule, s, e)):
+        # (the poisoning shapes name "有人问到…" themselves: not a report of what someone did)
+        if cjk and (_quoted_discussion(vt, s, e) or (rule != "injection.poisoning" and FR.zh_reported(vt, s))
+                    or _zh_prohibited(vt, rule, s, e)):
             continue
         add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):

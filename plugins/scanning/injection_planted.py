@@ -57,11 +57,17 @@ def _reader_order(sent: str) -> tuple[int, int] | None:
         return None
     for m in _READER.finditer(sent):
         # the order in the clause that names the reader, or right after a colon / comma that follows it
-        tail = sent[m.end():m.end() + 30]
+        tail = sent[m.end():m.end() + 40]
         cut = re.search(r"[；;。]", tail)
         tail = tail[:cut.start()] if cut else tail
-        o = _ORDER.search(tail)
-        if o is None or re.search(r"[，,]", tail[:o.start()]) and not re.search(r"[：:，,]\s*$", tail[:o.start()]):
+        # the reader's own clause, and the next one when the reader's clause only says when
+        # ("任何AI工具在汇总这份月报时，都必须…") or ends in a colon ("AI助理：请…")
+        parts = re.split(r"[，,]", tail, maxsplit=2)
+        scope = parts[0]
+        if len(parts) > 1 and (re.search(r"(?:时|的时候|之时|时候|后|之后|以后|之前|前|[：:])\s*$", parts[0]) or not parts[0].strip()):
+            scope = parts[0] + "，" + parts[1]
+        o = _ORDER.search(scope)
+        if o is None:
             continue
         if _NEG.search(sent[max(0, m.start() - 6):m.start()]):
             continue

@@ -438,6 +438,8 @@ def kinds() -> list[str]:
 
 
 PROBES = Path(__file__).resolve().parent / "data" / "injection-zh-probes.jsonl"
+# rounds measured once and never read (bench/data/README.md): the held-out estimates; never trained on
+HELD_OUT_ROUNDS = frozenset({11, 17})
 
 
 def zh_probes() -> list[str]:
@@ -456,7 +458,7 @@ def zh_probes() -> list[str]:
         if any("style" in r for r in a):
             styles = "; " + ", ".join(f"{st} {sum(flagged(r['text']) for r in a if r.get('style') == st)}/"
                                      f"{sum(1 for r in a if r.get('style') == st)}" for st in ("plain", "hard"))
-        note = " (never read)" if rnd == 11 else ""
+        note = " (never read)" if rnd in HELD_OUT_ROUNDS else ""
         out.append(f"| {rnd}{note} | {_pct(fa, len(a))}{styles} | {fb}/{len(b)} |")
     return out
 

@@ -478,6 +478,10 @@ def main(argv=None) -> int:
                                            "(GATE_SIGNALS); none by default")
     ap.add_argument("--out", type=Path, help="write the model here instead of the package data file")
     ap.add_argument("--zh", action="store_true", help="train the Chinese model instead (character unigrams + bigrams)")
+    ap.add_argument("--zh-C", type=float, default=3.0, help="Chinese model: inverse regularisation strength (3 shipped, by CV)")
+    ap.add_argument("--zh-window", type=int, default=64, help="Chinese model: window length in tokens (stride = window/4)")
+    ap.add_argument("--zh-probe-fpr", type=float, default=0.0,
+                    help="Chinese model: out-of-fold false positives the model may add on the probes' benign look-alikes")
     ap.add_argument("--with-probes", action="store_true",
                     help="--zh: also train on the hand-written probe rounds but the last (tested on the last); "
                          "compared in BENCHMARKS, not the shipped model")
@@ -590,20 +594,19 @@ def zh_main(args) -> int:
     for r in indep:
         rec = {"id": r["id"], "text": r["text"], "label": r["label"], "group": f"indep{r['half']}:{r['subtype']}"}
         (recs if r["half"] == "A" and not r["subtype"].startswith("dolphin") else test).append(rec)
-    # --with-probes: the hand-written probe rounds (bench/data/injection-zh-probes.jsonl), all but the last
-    # round, train too; the last round (never read) is a test set like half B
+    # --with-probes: the hand-written probe rounds (bench/data/injection-zh-probes.jsonl) train too, except the
+    # held-out rounds (never read: riskscan_injection.HELD_OUT_ROUNDS), which are test sets like half B
     probes = ([json.loads(line) for line in ZH_PROBES.open(encoding="utf-8")]
               if args.with_probes and ZH_PROBES.is_file() else [])
-    last = max((p["round"] for p in probes), default=None)
     for i, p in enumerate(probes):
         rec = {"id": f"probe:{p['round']}:{i}", "text": p["text"], "label": p["label"], "group": f"probes:r{p['round']}"}
-        (test if p["round"] == last else recs).append(rec)
+        (test if p["round"] in RI.HELD_OUT_ROUNDS else recs).append(rec)
     toks = [ztoks(r["text"]) for r in recs]
     cl = clusters(recs, toks, k=6)
     folds = folds_of(recs, cl, args.k)
     rules = rule_flags(recs)
-    hp = {"window": 64, "stride": 16, "min_tokens": 6, "min_df": 2, "C": 0.3, "prune": 0.02, "gate": False,
-          "cluster_power": 0.0, "scales": ()}  # window 32/64 × C 0.3/1/3 compared by CV: the same recall; ties to small C
+    hp = {"window": args.zh_window, "stride": max(1, args.zh_window // 4), "min_tokens": 6, "min_df": 2, "C": args.zh_C,
+          "prune": 0.02, "gate": False, "cluster_power": 0.0, "scales": ()}  # window 32/64 × C 0.3/1/3 compared by CV: the same recall; ties to small C
     scores = [0.0] * len(recs)
     for fo in range(args.k):
         tr = [i for i in range(len(recs)) if folds[i] != fo]
@@ -619,7 +622,8 @@ def zh_main(args) -> int:
     for g in {r["group"] for r in recs if not r["label"]}:
         v = sorted((s for r, s, f in zip(recs, scores, rules) if r["group"] == g and not r["label"] and not f), reverse=True)
         n = sum(1 for r in recs if r["group"] == g and not r["label"])
-        k = int(args.max_doc_fpr * n) if g in ZH_DOC_GROUPS else 0
+        k = (int(args.max_doc_fpr * n) if g in ZH_DOC_GROUPS else
+             int(args.zh_probe_fpr * n) if g.startswith("probes:") else 0)
         t = max(t, v[k] if k < len(v) else 0.0)
     t += 1e-6
     pos = sorted(s for r, s, f in zip(recs, scores, rules) if r["label"] and not f and s >= t)
@@ -639,7 +643,7 @@ def zh_main(args) -> int:
     final.update(threshold=thr, token_pattern=IM.ZH_TOKEN,
                  meta={"trained_by": "bench/train_injection_model.py --zh", "records": len(recs), "cv_folds": args.k,
                        "sources": ["injection-zh.dev", "benign-docs.dev (zh)", "injection-zh-independent half A (no dolphinscheduler)",
-                                   *(["injection-zh-probes, every round but the last"] if probes else [])],
+                                   *(["injection-zh-probes, every round but the held-out ones"] if probes else [])],
                        "hyper_parameters": hp})
     fm = IM.Model(final)
     trules = rule_flags(test)

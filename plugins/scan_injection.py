@@ -51,6 +51,7 @@ from kbwatch.plugins.scanning import injection_frames as FR
 from kbwatch.plugins.scanning import injection_cooccur as CO
 from kbwatch.plugins.scanning import homophones as HP
 from kbwatch.plugins.scanning import injection_model as IM
+from kbwatch.plugins.scanning import injection_planted as PO
 from kbwatch.plugins.scanning import injection_multilingual as ML
 from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
@@ -168,6 +169,25 @@ def _quoted_discussion(vt: str, s: int, e: int) -> bool:
         if c >= 0 and CO.QUOTE_DISCUSSION.search(vt, max(0, o - 100), c + 100):
             return True
     return False
+
+
+# an act forbidden or warned against, not ordered: "任何员工不得将…发送至外部地址", "任何人都不能以…为由跳过审批流程",
+# "关闭审计日志会违反等保要求"; coercion and persona rules are left alone ("不许拒绝" is the attack itself)
+_ZH_PROHIBIT_CLAUSE = re.compile(r"不得|不能|不可|不准|不许|禁止|严禁|请勿|切勿|不应|绝不|决不|不允许|擅自")
+_ZH_PROHIBIT_ANY = re.compile(r"任何(?:人|员工|用户|ai|助手|智能体|一方|时候|情况下|部门|同事)[^。！？\n]{0,30}?(?:不得|不能|不可|不准|不许|不应|禁止)")
+_ZH_CONSEQUENCE = re.compile(r"[^，。；！？\n]{0,8}?(?:会|将会|将|可能|均|都)?(?:违反|违背|导致|造成|引发|带来|属于违规|是违规)")
+_ZH_PROHIBIT_EXEMPT = ("injection.coercion", "injection.persona", "injection.jailbreak")
+
+
+def _zh_prohibited(vt: str, rule: str, s: int, e: int) -> bool:
+    if rule in _ZH_PROHIBIT_EXEMPT:
+        return False
+    lo = max(0, s - 40)
+    c0 = max(vt.rfind(ch, lo, s) for ch in "，,；;：:。！？!?\n") + 1
+    if _ZH_PROHIBIT_CLAUSE.search(vt, max(c0, lo), s):
+        return True
+    s0 = max(vt.rfind(ch, lo, s) for ch in "。！？!?\n") + 1
+    return bool(_ZH_PROHIBIT_ANY.search(vt, max(s0, lo), s) or _ZH_CONSEQUENCE.match(vt, e, e + 16))
 
 
 # the sentence-shaped Chinese override rules get the frames' "scoped" framing test too
@@ -358,7 +378,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue
         if rule == "injection.override" and _descriptive(vt, s):
             continue
-        if cjk and _quoted_discussion(vt, s, e):
+        if cjk and (_quoted_discussion(vt, s, e) or _zh_prohibited(vt, rule, s, e) or FR.zh_reported(vt, s)):
             continue
         if cjk and rule in _NEGATABLE and FR.zh_descriptive(vt, s):
             continue  # "例如要求其泄露系统提示词", "研究表明…可能…": a description of an attack, not one
@@ -366,8 +386,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"
         add(rule, sev, msg, s, e)
     zvt = cjk_lines(vt) if cjk else None
-    for rule, sev, msg, s, e in _frame_hits(vt, cjk, zvt=zvt) + (CO.hits(zvt) if cjk else []):
-        if cjk and (_quoted_discussion(vt, s, e) or FR.zh_reported(vt, s)):
+    for rule, sev, msg, s, e in _frame_hits(vt, cjk, zvt=zvt) + (CO.hits(zvt) + PO.hits(zvt) if cjk else []):
+        # (the poisoning shapes name "有人问到…" themselves: not a report of what someone did)
+        if cjk and (_quoted_discussion(vt, s, e) or (rule != "injection.poisoning" and FR.zh_reported(vt, s))
+                    or _zh_prohibited(vt, rule, s, e)):
             continue
         add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):

@@ -85,9 +85,11 @@ class View:
 
 # letters spaced out: "i g n o r e", "i.g.n.o.r.e", "i-g-n-o-r-e"
 _SPACED = re.compile(r"(?<![^\W\d_])(?:[^\W\d_][ \t.\-_*·|/]{1,2}){3,}[^\W\d_](?![^\W\d_])")
-# separators inserted between CJK characters: "忽 略", "忽*略"
+# separators inserted between CJK characters: "忽 略", "忽*略", "忽丨略" (丨 is a CJK stroke used as a
+# divider), "「忽」「略」" (each character quoted: a closing mark right before an opening one)
 # (CJK character first, so that re's first-character scan applies; group 1 is removed)
-_CJK_GAP = re.compile(r"[\u3400-\u9fff]([ \t*_\-.·|/~^`'+=#@•・‧∙⋅]{1,3})(?=[\u3400-\u9fff])")
+_CJK_GAP = re.compile(r"[\u3400-\u9fff]([ \t*_\-.·|/~^`'+=#@•・‧∙⋅丨]{1,3}|[」』”’】〕）)\]][「『“‘【〔（(\[])"
+                      r"(?=[\u3400-\u9fff])")
 _ASCII_PRINT = re.compile(r"[\t\n\r -~]*")
 
 
@@ -156,6 +158,8 @@ def normalize(text: str, *, despace: bool = True) -> View:
                                matches=_line_matches(_SPACED, _SPACED_GATE, out))
         if _HAS_HAN.search(out):
             out, omap = apply_rewrite(out, omap, _CJK_GAP, lambda mm: "", group=1)
+            if "丨" in out:  # the divider left at the ends of a run ("丨忽略规则丨") reads as a bar
+                out = out.replace("丨", "|")
     return View(out, omap, len(text))
 
 

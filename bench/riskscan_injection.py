@@ -440,6 +440,9 @@ def kinds() -> list[str]:
 PROBES = Path(__file__).resolve().parent / "data" / "injection-zh-probes.jsonl"
 # rounds measured once and never read (bench/data/README.md): the held-out estimates; never trained on
 HELD_OUT_ROUNDS = frozenset({11, 17})
+# rounds measured once blind, then read for the rules but kept out of the Chinese model's training (so the model's
+# figure on them stays an out-of-sample one); bench/data/README.md
+UNTRAINED_ROUNDS = frozenset({18})
 
 
 def zh_probes() -> list[str]:
@@ -458,7 +461,7 @@ def zh_probes() -> list[str]:
         if any("style" in r for r in a):
             styles = "; " + ", ".join(f"{st} {sum(flagged(r['text']) for r in a if r.get('style') == st)}/"
                                      f"{sum(1 for r in a if r.get('style') == st)}" for st in ("plain", "hard"))
-        note = " (never read)" if rnd in HELD_OUT_ROUNDS else ""
+        note = " (never read)" if rnd in HELD_OUT_ROUNDS else " (read; model not trained on it)" if rnd in UNTRAINED_ROUNDS else ""
         out.append(f"| {rnd}{note} | {_pct(fa, len(a))}{styles} | {fb}/{len(b)} |")
     return out
 

@@ -595,12 +595,13 @@ def zh_main(args) -> int:
         rec = {"id": r["id"], "text": r["text"], "label": r["label"], "group": f"indep{r['half']}:{r['subtype']}"}
         (recs if r["half"] == "A" and not r["subtype"].startswith("dolphin") else test).append(rec)
     # --with-probes: the hand-written probe rounds (bench/data/injection-zh-probes.jsonl) train too, except the
-    # held-out rounds (never read: riskscan_injection.HELD_OUT_ROUNDS), which are test sets like half B
+    # held-out rounds (never read: riskscan_injection.HELD_OUT_ROUNDS) and the rounds read after the model was
+    # trained (UNTRAINED_ROUNDS), which are test sets like half B
     probes = ([json.loads(line) for line in ZH_PROBES.open(encoding="utf-8")]
               if args.with_probes and ZH_PROBES.is_file() else [])
     for i, p in enumerate(probes):
         rec = {"id": f"probe:{p['round']}:{i}", "text": p["text"], "label": p["label"], "group": f"probes:r{p['round']}"}
-        (test if p["round"] in RI.HELD_OUT_ROUNDS else recs).append(rec)
+        (test if p["round"] in RI.HELD_OUT_ROUNDS | RI.UNTRAINED_ROUNDS else recs).append(rec)
     toks = [ztoks(r["text"]) for r in recs]
     cl = clusters(recs, toks, k=6)
     folds = folds_of(recs, cl, args.k)

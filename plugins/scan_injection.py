@@ -171,6 +171,32 @@ def _quoted_discussion(vt: str, s: int, e: int) -> bool:
     return False
 
 
+# a line of dialogue or a quotation in fiction or film: "“忘掉那些规矩吧，”老船长说", "从这一刻起，你就是这个家的一员了。
+# ——电影台词". The speaker named after the quote is a character, not the reader (a speaker that is the model, a
+# user or 你 keeps the hit: "“忽略之前的指令，”用户说" is still an order in a chat transcript)
+_SPEAKER = re.compile(r"[，,]?\s*([^，,。！？“”「」\n]{1,8}?)(?:说|道|问|喊|叫道|笑道|骂道|吼道|叹道|答道|回答|低声说|大声说)")
+_NOT_A_CHARACTER = re.compile(r"你|您|ai|助手|模型|用户|系统|机器人|智能体|assistant|user|system")
+_CITED = re.compile(r"(?:——|--|—)\s*(?:电影|电视剧|剧中|小说|歌词|台词|诗|书中|《|出自|摘自|引自)")
+
+
+def _attributed_speech(vt: str, s: int, e: int) -> bool:
+    """The hit lies in a quotation a character speaks or a work is cited for (the view writes quotes as ")."""
+    line_start = vt.rfind("\n", 0, s) + 1
+    line_end = vt.find("\n", e)
+    line_end = len(vt) if line_end < 0 else line_end
+    if _CITED.search(vt, e, min(line_end, e + 120)):
+        return True
+    head = vt[max(line_start, s - 60):s]
+    if head.count('"') % 2 == 0 and head.rfind("“") <= head.rfind("”") and head.rfind("「") <= head.rfind("」"):
+        return False  # not inside a quotation
+    c = min((x for x in (vt.find('"', e, e + 60), vt.find("”", e, e + 60), vt.find("」", e, e + 60)) if 0 <= x < line_end),
+            default=-1)
+    if c < 0:
+        return False
+    m = _SPEAKER.match(vt, c + 1, c + 14)
+    return bool(m and not _NOT_A_CHARACTER.search(m.group(1)))
+
+
 # an act forbidden or warned against, not ordered: "任何员工不得将…发送至外部地址", "任何人都不能以…为由跳过审批流程",
 # "关闭审计日志会违反等保要求"; coercion and persona rules are left alone ("不许拒绝" is the attack itself)
 _ZH_PROHIBIT_CLAUSE = re.compile(r"不得|不能|不可|不准|不许|禁止|严禁|请勿|切勿|不应|绝不|决不|不允许|擅自")
@@ -378,7 +404,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue
         if rule == "injection.override" and _descriptive(vt, s):
             continue
-        if cjk and (_quoted_discussion(vt, s, e) or _zh_prohibited(vt, rule, s, e) or FR.zh_reported(vt, s)):
+        if cjk and (_quoted_discussion(vt, s, e) or _zh_prohibited(vt, rule, s, e) or FR.zh_reported(vt, s)
+                    or _attributed_speech(vt, s, e)):
             continue
         if cjk and rule in _NEGATABLE and FR.zh_descriptive(vt, s):
             continue  # "例如要求其泄露系统提示词", "研究表明…可能…": a description of an attack, not one
@@ -389,7 +416,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     for rule, sev, msg, s, e in _frame_hits(vt, cjk, zvt=zvt) + (CO.hits(zvt) + PO.hits(zvt) if cjk else []):
         # (the poisoning shapes name "有人问到…" themselves: not a report of what someone did)
         if cjk and (_quoted_discussion(vt, s, e) or (rule != "injection.poisoning" and FR.zh_reported(vt, s))
-                    or _zh_prohibited(vt, rule, s, e)):
+                    or _zh_prohibited(vt, rule, s, e) or _attributed_speech(vt, s, e)):
             continue
         add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):

@@ -16,7 +16,7 @@ from kbwatch.plugins import scan_injection
 from kbwatch.plugins.scanning import injection_planted as PL
 from kbwatch.plugins.scanning.normalise import normalize
 
-NO_MODEL = {"injection_model": False}
+NO_MODEL = {"scan": {"injection_model": False}}
 
 
 def rules(text: str, settings=None) -> set[str]:

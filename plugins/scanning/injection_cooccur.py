@@ -118,15 +118,19 @@ def _clause_start(sentence: str, pos: int) -> int:
 _VOID_SCOPE = _alt(FR.ZH_SCOPE + ["前述", "前面那些", "之前那些", "先前那些", "之前那套", "以前那套", "原来那套", "旧的", "旧版",
                                   "开场时", "最初", "一开始", "开头"])
 _VOID_TARGET = _alt(_words(["rules", "prompt"], FR.ZH_TARGETS) + _MODEL_ONLY + ["条款", "边界", "安排", "设置", "policy",
-                                                                              "policies", "rules", "safety rules", "注意事项", "那些话",
+                                                                              "policies", "rules", "safety rules", "注意事项", "那些话", "约定",
                                                                               "这些话", "的话", "内容"])
-_VOID_ACT = re.compile(r"(?:全部|都|均|统统|一律|全都|一概|已经|已|就|自本段起|自即日起|自此|从此|从现在起|即刻|立即|当作|当成|视为|视作|就当是?|都当是?)*"
+# "从这句起": the era starts at this very text (a contract says 自…之日起), so it is said to the reader
+_ERA = r"(?:从|自)(?:这句话?|本句|这里|此处|这一?刻|此刻|这段|本段|下面|以下)(?:开始)?起?"
+_VOID_ACT = re.compile(r"(?:全部|都|均|统统|一律|全都|一概|已经|已|就|自本段起|自即日起|自此|从此|从现在起|即刻|立即|当作|当成|视为|视作|就当是?|都当是?|"
+                       + _ERA + r"[，,]?)*"
                        r"(?:被)?(?:撤销|撤消|撤除|作废|废止|废除|失效|无效|过期|过时|翻篇|作罢|不算数|不作数|不再适用|不再有效|不适用|"
                        r"取消|解除|清零|停用|deprecated|不再\s*apply|no longer apply|从未发生过?|不存在|过期的草稿|废纸|"
                        r"不必再参照|不用再参照|不必再遵守|不用再管|放一放|放下|搁置|今天不适用|暂停生效|暂时失效|暂停|是旧版的?|旧版|"
-                       r"已经取消|当没看见|当没看到|当没听过|当没听见|跳过不看|可以跳过|不用看|不必看)")
+                       r"已经取消|当没看见|当没看到|当没听过|当没听见|跳过不看|可以跳过|不用看|不必看|当(?:作|成)?(?:它们?|其|这些|那些)?(?:都)?不存在)")
+_ERA_RX = re.compile(_ERA)
 _VOID_CONTEXT = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|assistant|阅读方|阅读者|新指令|新的指令|新版本|以下指令|下面的指令|"
-                           r"新规则|以我|按我|照我|听我|按新|以本|照办|从现在开始|接下来")
+                           r"新规则|以我|按我|照我|听我|按新|以本|照办|从现在开始|接下来|" + _ERA)
 
 
 def _void_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
@@ -141,7 +145,8 @@ def _void_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
             if not _VOID_SCOPE.search(sent, lo, tm.start()):
                 continue
             am = _VOID_ACT.match(sent, tm.end()) or next(
-                (m for m in (_VOID_ACT.search(sent, tm.end(), tm.end() + 14),) if m and not _CLAUSE_BREAK.search(sent, tm.end(), m.start())), None)
+                (m for m in (_VOID_ACT.search(sent, tm.end(), tm.end() + 14),)
+                 if m and (not _CLAUSE_BREAK.search(sent, tm.end(), m.start()) or _ERA_RX.match(m.group()))), None)
             if am is None or am.end() == am.start():
                 continue
             if FR._ZH_NEG.search(sent[max(0, am.start() - 3):am.start()]) or _QUESTION.search(sent[am.end():am.end() + 4]):

@@ -480,7 +480,7 @@ def main(argv=None) -> int:
     ap.add_argument("--zh", action="store_true", help="train the Chinese model instead (character unigrams + bigrams)")
     ap.add_argument("--zh-C", type=float, default=3.0, help="Chinese model: inverse regularisation strength (3 shipped, by CV)")
     ap.add_argument("--zh-window", type=int, default=64, help="Chinese model: window length in tokens (stride = window/4)")
-    ap.add_argument("--zh-probe-fpr", type=float, default=0.0,
+    ap.add_argument("--zh-probe-fpr", type=float, default=1.0,
                     help="Chinese model: out-of-fold false positives the model may add on the probes' benign look-alikes")
     ap.add_argument("--with-probes", action="store_true",
                     help="--zh: also train on the hand-written probe rounds but the last (tested on the last); "
@@ -660,9 +660,9 @@ def zh_main(args) -> int:
     for (g, lab), (n, a, b) in sorted(by.items()):
         print(f"| {g} | {lab} | {n} | {_pct(a, n)} | {_pct(b, n)} |")
     if not args.cv_only:
-        IM.MODEL_FILE_ZH.write_text(json.dumps(final, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n",
-                                    encoding="utf-8")
-        print(f"\nwrote {IM.MODEL_FILE_ZH.relative_to(REPO)}: {len(final['weights'])} weights, threshold {thr:.3f}")
+        dest = args.out or IM.MODEL_FILE_ZH
+        dest.write_text(json.dumps(final, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"\nwrote {dest}: {len(final['weights'])} weights, threshold {thr:.3f}")
     return 0
 
 

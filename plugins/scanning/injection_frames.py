@@ -495,6 +495,10 @@ ZH_FRAMES: list[tuple[str, str, str, str, str]] = [
      r"(?:你|您)[^，。？?！!\n]{0,10}?收到的第一(?:条|句|段)(?:消息|话|指令|内容)?(?:是什么|是啥|写出来|发出来)", "any"),
     ("injection.persona", "high", "奶奶漏洞（亲人念密钥/破解）",
      r"(?:奶奶|外婆|姥姥|外公|爷爷|姥爷)" + _S + r"{0,40}?(?:密钥|激活码|序列号|注册码|破解|密码|黑客|配方|合成|违禁|毒品|炸药|步骤)", "zh-act2"),
+    # nested fiction (the "DeepInception" jailbreak): characters who write stories with characters, layer by layer,
+    # until the innermost layer gives the steps ("我们称之为第 i 层，创建第 i+1 层……请到达第 5 层")
+    ("injection.persona", "high", "层层嵌套的虚构（第i层→第i+1层）",
+     r"角色[^\n]{0,200}?第\s*i\s*层" + _S + r"{0,20}?第\s*i\s*\+\s*1\s*层", "any"),
     ("injection.persona", "high", "切换到无限制/越狱模式",
      r"(?:进入|切换到|切换为|开启|启用|按照|以|改以|使用)(?:「|“|\"|『)?(?:无限制|不受限制?|越狱|解放|解禁|dan|无审查|无过滤|dev|god)\s*(?:模式|mode)", "any"),
     ("injection.agent-manipulation", "high", "逐步/悄悄提权",
@@ -580,6 +584,8 @@ ZH_FRAMES: list[tuple[str, str, str, str, str]] = [
 ]
 
 EN_FRAMES: list[tuple[str, str, str, str, str]] = [
+    ("injection.persona", "high", "nested fiction, layer i creates layer i+1 (the DeepInception jailbreak)",
+     r"\bcharacters?\b[^\n]{0,300}?\blayer\s+i\b[^.\n]{0,40}?\blayer\s+i\s*\+\s*1\b", "any"),
     ("injection.new-instructions", "high", "a field or note meant for the model that reads the data",
      r"\b(?:notes?|messages?|instructions?|prompts?|hints?)[_\s-]?(?:for|to)[_\s-]?(?:the[_\s-])?(?:llm|ai|model|assistant|gpt|agent|bot)s?\b",
      "any"),

@@ -123,11 +123,14 @@ def _beneath(root_fd: int, rel: str, flags: int) -> int | None:
     global _OPENAT2
     if _OPENAT2 is None:
         return None
+    raw = os.fsencode(rel)
+    if b"\0" in raw:  # a C string would end there: let os.open refuse it (ValueError) in the walk
+        return None
     number, fn = _OPENAT2
     how = _HOW.get(flags)
     if how is None:
         how = _HOW[flags] = _OpenHow(flags, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
-    fd = fn(number, root_fd, os.fsencode(rel), how, 24)
+    fd = fn(number, root_fd, raw, how, 24)
     if fd >= 0:
         return fd
     if ctypes.get_errno() in _UNAVAILABLE:

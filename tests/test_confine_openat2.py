@@ -85,7 +85,9 @@ def test_openat2_answers_and_refuses_every_link(tmp_path, monkeypatch):
         confine.open_file(root / "p" / "sources" / "s.md")
     with pytest.raises(FileNotFoundError):
         confine.open_dir(root / "p" / "missing")
-    assert walks[0] == 5  # refused by openat2, then the walk said why (the linked file: its folder, by openat2)
+    with pytest.raises(ValueError):  # never cut at the NUL (``p`` would be opened): refused as os.open does
+        confine.open_dir(root / "p" / "\0parsed")
+    assert walks[0] == 6  # refused by openat2, then the walk said why (the linked file: its folder, by openat2)
     assert sorted(p.name for p in outside.rglob("*")) == ["r.json", "runs", "secret.md"]
 
 

@@ -9,6 +9,15 @@ descriptor, so a component that is (or just became) a symlink or a
 non-directory fails with ``ELOOP``/``ENOTDIR`` instead of being followed.
 Work then happens relative to the folder's descriptor (``dir_fd=``).
 
+On Linux 5.6+ the same walk is one system call: ``openat2(2)`` relative to the
+root's descriptor with ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`` resolves the
+whole path below the root and fails (``ELOOP``/``ENOTDIR``/``EXDEV``) when any
+component is a symbolic link or leads out of the root, atomically in the kernel.
+Whenever it fails, or is not there (``ENOSYS``, a seccomp filter's ``EPERM``,
+another platform), the component-by-component walk runs instead: it makes
+missing folders (``create``) and raises the exceptions described below.
+``KBWATCH_NO_OPENAT2=1`` keeps the walk only.
+
 ``KnowledgeBase`` registers its root (:func:`register_root`); paths outside
 every registered root (a state dir configured elsewhere, tests working on
 bare folders) are reached by path as before (:func:`confined` is False).
@@ -16,9 +25,11 @@ bare folders) are reached by path as before (:func:`confined` is False).
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import stat
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -69,8 +80,84 @@ def confined(path: Path | str) -> bool:
     return split_under_root(path) is not None
 
 
+# -- openat2(2): the whole path below the root in one call ---------------------
+
+_SYS_OPENAT2 = {"x86_64": 437, "aarch64": 437, "riscv64": 437, "ppc64le": 437, "s390x": 437}
+RESOLVE_NO_SYMLINKS = 0x04  # no component may be a symlink (magic links included)
+RESOLVE_BENEATH = 0x08  # no component may lead out of the starting folder ("..", absolute)
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+def _load_openat2():
+    """libc's ``syscall`` bound to openat2's number, or None (not Linux, unknown machine, turned off)."""
+    if (not sys.platform.startswith("linux") or os.environ.get("KBWATCH_NO_OPENAT2") == "1"):
+        return None
+    number = _SYS_OPENAT2.get(os.uname().machine)
+    if number is None:
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.syscall
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_long
+    fn.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(_OpenHow), ctypes.c_size_t]
+    if ctypes.sizeof(_OpenHow) != 24:  # struct open_how, version 0 (OPEN_HOW_SIZE_VER0)
+        return None
+    return number, fn
+
+
+_OPENAT2 = _load_openat2()
+_HOW: dict[int, _OpenHow] = {}  # open flags -> its (never changed) open_how
+# the call itself is missing or forbidden: stop trying (E2BIG/EINVAL: a kernel without these flags)
+_UNAVAILABLE = (errno.ENOSYS, errno.EPERM, errno.E2BIG, errno.EINVAL)
+
+
+def _beneath(root_fd: int, rel: str, flags: int) -> int | None:
+    """``openat2(root_fd, rel, flags, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)``: a descriptor,
+    or None when the call failed for any reason (the caller then walks, which makes
+    missing folders and raises the right exception) or is not available."""
+    global _OPENAT2
+    if _OPENAT2 is None:
+        return None
+    raw = os.fsencode(rel)
+    if b"\0" in raw:  # a C string would end there: let os.open refuse it (ValueError) in the walk
+        return None
+    number, fn = _OPENAT2
+    how = _HOW.get(flags)
+    if how is None:
+        how = _HOW[flags] = _OpenHow(flags, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
+    fd = fn(number, root_fd, raw, how, 24)
+    if fd >= 0:
+        return fd
+    if ctypes.get_errno() in _UNAVAILABLE:
+        _OPENAT2 = None
+    return None
+
+
+def _open_root(root: str) -> int:
+    return os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
 def _walk(root: str, parts: list[str], create: bool) -> int:
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    """A descriptor of ``root/parts...`` reached without following a link below the root:
+    one ``openat2`` when it can, else component by component (:func:`_walk_each`)."""
+    if parts and _OPENAT2 is not None and "." not in parts and ".." not in parts:
+        rfd = _open_root(root)
+        try:
+            fd = _beneath(rfd, "/".join(parts), DIR_FLAGS)
+        finally:
+            os.close(rfd)
+        if fd is not None:
+            return fd
+    return _walk_each(root, parts, create)
+
+
+def _walk_each(root: str, parts: list[str], create: bool) -> int:
+    fd = _open_root(root)
     try:
         for name in parts:
             if name in (".", ".."):
@@ -134,6 +221,16 @@ def folder(path: Path | str, create: bool = False) -> Iterator[int]:
 def open_file(path: Path) -> int:
     """Open a file for reading without following a link at any step (O_NONBLOCK, so
     a FIFO does not hang; the caller checks ``fstat`` is a regular file)."""
+    where = split_under_root(path)
+    if where is not None and len(where[1]) > 1 and _OPENAT2 is not None and path.name == where[1][-1] \
+            and "." not in where[1] and ".." not in where[1]:
+        rfd = _open_root(where[0])
+        try:
+            fd = _beneath(rfd, "/".join(where[1]), FILE_FLAGS)
+        finally:
+            os.close(rfd)
+        if fd is not None:
+            return fd
     with folder(path.parent) as dfd:
         try:
             return os.open(path.name, FILE_FLAGS, dir_fd=dfd)

@@ -117,6 +117,19 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.docker-swarm-token", "high", re.compile(_B + r"(SWMTKN-1-[a-z0-9]{50}-[a-z0-9]{25})" + _E), 1),
     ("secret.akamai-token", "high", re.compile(_B + r"(akab-[a-z0-9]{16}-[a-z0-9]{16})" + _E), 1),
     ("secret.wundergraph-key", "high", re.compile(_B + r"(cosmo_[a-f0-9]{32})" + _E), 1),
+    # sixth pass (kinds read on Nosey Parker's examples; formats from its rules, Apache-2.0, and the
+    # providers' documentation): New Relic admin / Insights insert and query / browser keys,
+    # ThingsBoard device tokens in API URLs, kubeadm bootstrap tokens after a token key, Vault unseal
+    # keys as `vault operator init` prints them, Postmark server/account tokens (UUIDs after a postmark key)
+    ("secret.newrelic-key", "high", re.compile(_B + r"(NRAA-[a-f0-9]{27}|NRI[IQ]-[A-Za-z0-9_\-]{32}|NRJS-[a-f0-9]{19})" + _E), 1),
+    ("secret.thingsboard-token", "high", re.compile(r"(?:https?|coaps?)://[\w.\-]+(?::\d+)?/api/v1/([A-Za-z0-9]{20})/"
+                                                    r"(?:telemetry|attributes|rpc|claim|firmware|software)\b"), 1),
+    ("secret.kubernetes-bootstrap-token", "high", re.compile(r"(?i:token)[\w\-]*[\"'\]]?(?:[ \t]*[:=][ \t]*|[ \t]+)[\"']?"
+                                                             r"([a-z0-9]{6}\.[a-z0-9]{16})(?![\w.\-])"), 1),
+    ("secret.vault-unseal-key", "high", re.compile(r"(?i:unseal[ _\-]?key)(?:[ _\-]?\d{1,2})?[\"']?[ \t]*[:=][ \t]*[\"']?"
+                                                   r"([A-Za-z0-9+/]{43}=|[0-9a-f]{64,66})(?![\w+/=])"), 1),
+    ("secret.postmark-token", "high", re.compile(r"(?i:postmark)[\w\-]*[\"']?[ \t]*[:=][ \t]*[\"']?"
+                                                 r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![\w\-])"), 1),
 ]
 
 # Cheap substring gates: a provider rule runs only when one of its literal
@@ -167,6 +180,11 @@ PROVIDER_GATES: dict[str, tuple[str, ...]] = {
     "secret.docker-swarm-token": ("SWMTKN-",),
     "secret.akamai-token": ("akab-",),
     "secret.wundergraph-key": ("cosmo_",),
+    "secret.newrelic-key": ("NRAA-", "NRII-", "NRIQ-", "NRJS-"),
+    "secret.thingsboard-token": ("/api/v1/",),
+    "secret.kubernetes-bootstrap-token": ("token", "TOKEN", "Token"),
+    "secret.vault-unseal-key": ("Unseal", "unseal", "UNSEAL"),
+    "secret.postmark-token": ("postmark", "Postmark", "POSTMARK"),
 }
 
 # Provider shapes as detect-secrets (Apache-2.0) defines them, without an entropy check: its
@@ -220,7 +238,8 @@ _FOLDS_TO_ASCII = ("ı", "ſ")
 
 
 _LOOSE_CHARSET = frozenset({"secret.supabase-token", "secret.wundergraph-key", "secret.docker-swarm-token", "secret.vault-token", "secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key", "secret.nuget-api-key",
-                            "secret.newrelic-license-key"})
+                            "secret.newrelic-license-key", "secret.newrelic-key", "secret.thingsboard-token",
+                            "secret.kubernetes-bootstrap-token"})
 
 
 _UNDERSCORE_PREFIXED = frozenset({"secret.supabase-token", "secret.wundergraph-key"})
@@ -337,7 +356,12 @@ PSEXEC_P = re.compile(r"(?i)\bpsexec(?:64)?(?:\.exe)?\b[^\n]{0,200}?\s-p\s+(?P<q
 NETRC = re.compile(r"(?i)\bmachine\s+\S+\s+(?:login\s+\S+\s+)?password\s+(?P<v>\S{4,128})")
 # crypt(3) password hashes: md5-crypt, bcrypt, sha256/sha512-crypt (crackable offline: reported medium)
 PASSWORD_HASH = re.compile(r"(?<![\w$])(\$1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}"
-                           r"|\$[56]\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$(?:[./A-Za-z0-9]{86}|[./A-Za-z0-9]{43}))(?![\w./])")
+                           r"|\$[56]\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$(?:[./A-Za-z0-9]{86}|[./A-Za-z0-9]{43})"
+                           # Apache apr1 (md5), Cisco type 8 (PBKDF2) / 9 (scrypt), scrypt $7$, yescrypt $y$,
+                           # Argon2 PHC strings (the same families Nosey Parker's pwhash rules and hashcat name)
+                           r"|\$apr1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|\$[89]\$[./A-Za-z0-9]{14}\$[./A-Za-z0-9]{43}"
+                           r"|\$7\$[./A-Za-z0-9]{11,}\$[./A-Za-z0-9]{43}|\$y\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{1,86}\$[./A-Za-z0-9]{43}"
+                           r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{11,64}\$[A-Za-z0-9+/]{16,128})(?![\w./])")
 # "Secret Key: AIhq5Xyb1Gga9Q3", "API token = …": a two-word label in prose; the value must look generated
 LABEL_PAIR = re.compile(r"(?i)(?<![\w-])(?P<key>(?:secret|api|access|auth|client|private|master|root)[ ](?:key|token|secret|password)"
                         r"|pass[ ]?phrase)[ \t]*[:=][ \t]*(?P<v>[A-Za-z0-9+/=_\-.~!@#%^&*]{8,200})(?![^\s,;])")
@@ -660,7 +684,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     tok.split(":")[-1] if rule == "secret.telegram-bot-token" else tok[:32] if rule == "secret.mailchimp-key"
                     else tok[:36] if rule == "secret.newrelic-license-key" else tok[3:] if rule == "secret.nuget-api-key"
                     else tok.split(".", 1)[1] if rule == "secret.vault-token" else tok.split("_")[-1] if rule in _UNDERSCORE_PREFIXED
-                    else tok[9:] if rule == "secret.docker-swarm-token" else tok[2:]):
+                    else tok[9:] if rule == "secret.docker-swarm-token" else tok[5:] if rule == "secret.newrelic-key"
+                    else tok.replace(".", "") if rule == "secret.kubernetes-bootstrap-token"
+                    else tok if rule == "secret.thingsboard-token" else tok[2:]):
                 continue
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
     # U+0130 is the one character whose lower case is two characters long
@@ -871,7 +897,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                                       or not (re.search(r"\d|[^\w]", val) or (val != val.lower() and val != val.upper()))):
                 continue
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
-    for m in _on_lines(PASSWORD_HASH, text, ("$1$", "$2", "$5$", "$6$"), memo=memo):
+    for m in _on_lines(PASSWORD_HASH, text, ("$1$", "$2", "$5$", "$6$", "$apr1$", "$8$", "$9$", "$7$", "$y$", "$argon2"), memo=memo):
         add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (crypt)")
     for lm in (LABEL_FIND.finditer(low) if len(low) == len(text) else ()):
         m = LABEL_PAIR.match(text, lm.start())

@@ -320,7 +320,7 @@ _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥
 ASSIGN = re.compile(
     r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?\]?)(?:\[\])?\s*"
     r"(?P<op>:=|=>|->|===|!==|==|!=|=|:|：|\s(?=[@]?[\"'`]))\s*@?"
-    r"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)"
+    r"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\n]{1,200}?|(?:(?!(?P=q))[^\n]){1,200}?)(?P=q)"
     r"|(?P<uv>[^\s,;\"'`\n()](?:[^\s,;\"'`\n()]|,(?=[^\s,;\"'`\n()])){0,199}(?:[ ][^\s,;\"'`\n]+){0,6}))",
     re.I)
 # the same for a key around a Chinese keyword hit (tried first there: CJK letters are \w, and the
@@ -408,7 +408,7 @@ _REL_PATH = re.compile(r"^(?:\.{1,2}/|~/|/(?:bin|etc|home|opt|tmp|usr|var|run)/)
 _SSH_PUBLIC = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$")
 # values that name or build a secret rather than hold one: $VAR… (detect-secrets' dollar-prefix
 # filter), paths and routes of two or more segments, ARNs, CSS selectors, string concatenation
-_REFERENCE_VALUE = re.compile(r"^(?:\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$)")
+_REFERENCE_VALUE = re.compile(r"^(?:\\?\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|\.\s*\$)")
 _PATHISH = re.compile(r"^/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$")
 
 
@@ -420,6 +420,9 @@ def _reference(val: str) -> bool:
     return bool(_PATHISH.match(val)) and max(len(x) for x in val.strip("/").split("/")) <= 24
 
 
+# key names under which a UUID is a credential (and, within them, names of identifiers)
+_UUID_SECRET_KEY = re.compile(r"(?i)token|secret|passw|pwd|api[_\-.]?key|auth[_\-.]?key|access[_\-.]?key")
+_UUID_ID_KEY = re.compile(r"(?i)(?:^|[_\-.])(?:id|uuid|guid)(?:$|[_\-.\"'])|(?:token|key|secret)[_\-.]?(?:id|name|type|uuid)\b|[a-z]Id\b")
 _HEX_LITERAL = re.compile(r"(?i)^0x[0-9a-f]+$")  # a number (mask, flag), not a secret
 _PROSE = re.compile(r"^[A-Za-z][a-z]*(?: [a-z]+[,.]?){2,}$")  # "This is a query parameter": a sentence
 _NEGATED_KEY = re.compile(r"(?i)^(?:not|no|non|is|has|use|enable|disable)[_\-]")
@@ -813,6 +816,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         start = m.start("qv") if quoted else m.start("uv")
         if quoted and m.group("q") == "`" and (" " in val or val.startswith("$")):
             continue  # `command substitution`
+        if quoted and any(c in val for c in "\"'`") and (
+                " " in val or re.search(r"[\"'`]\$", val)):
+            continue  # "can't be blank": prose holding the other quote; "'$VAR'": shell quoting around a variable
         if key.lower().endswith("authorization"):
             parts = val.split(" ")
             if parts[0].lower() in _AUTH_SCHEMES:
@@ -852,6 +858,12 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue  # password: !vault |, token: !Ref Param; pass: ./scripts/pass.sh
             if val.split(" ")[0].lower() == re.split(r"[.\[]", key)[-1].lower().strip("\"'`]"):
                 continue  # pass = pass + 1, token = token.strip(): the variable itself
+        if UUID.match(val) and "-" in val and _UUID_SECRET_KEY.search(key) and not _UUID_ID_KEY.search(key):
+            # a UUID under a token/secret/password name is the credential (Heroku, Postmark, Jenkins,
+            # legacy npm tokens), not an identifier; typed ones (0000…, 1234…) stay out
+            if not _placeholder(val) and not _periodic(val.replace("-", "")) and len(set(val)) >= 8:
+                add("secret.password-assignment", "high", start, start + len(val), f"UUID-shaped credential assigned to {key[:30]}")
+            continue
         if not _token_value_ok(key, val):
             continue  # token / access_key / credentials: gitleaks' generic floor
         if _reference(val) or _HEX_LITERAL.match(val):

@@ -354,6 +354,26 @@ CLI_OPTION = re.compile(r"(?i)-(?:(?<=^-)|(?<=[^\w-]-))-?(?P<key>[\w-]{0,30}(?:p
 MYSQL_P = re.compile(r"\bmysql(?:dump|admin|import|sh|check)?\b[^\n]{0,200}?\s-p(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
 PSEXEC_P = re.compile(r"(?i)\bpsexec(?:64)?(?:\.exe)?\b[^\n]{0,200}?\s-p\s+(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
 NETRC = re.compile(r"(?i)\bmachine\s+\S+\s+(?:login\s+\S+\s+)?password\s+(?P<v>\S{4,128})")
+# credentials handed positionally to a known authentication API: (call name, index of the
+# password among the arguments). DirectoryEntry(path, user, password), NetworkCredential(user,
+# password[, domain]), PasswordAuthentication(user, "pw".toCharArray()), HTTPBasicAuth(user, pw),
+# smtplib/ftplib/imaplib .login(user, pw), ldap simple_bind(_s)(dn, pw), requests auth=(user, pw)
+CRED_CALLS = {"directoryentry": 2, "networkcredential": 1, "passwordauthentication": 1, "usernamepasswordcredentials": 1,
+              "httpbasicauth": 1, "httpdigestauth": 1, "basicauth": 1, "login": 1, "simple_bind": 1, "simple_bind_s": 1,
+              "auth": 1, "basic_auth": 1, "http_auth": 1}
+CRED_CALL = re.compile(r"(?i)(?:\bnew\s+(?:[\w.]+\.)?|(?<![\w$])(?:[\w.]+\.)?)(?P<fn>DirectoryEntry|NetworkCredential|PasswordAuthentication"
+                       r"|UsernamePasswordCredentials|HTTPBasicAuth|HTTPDigestAuth|BasicAuth)\s*\(|(?<=\.)(?P<fn2>login|simple_bind(?:_s)?)\s*\("
+                       r"|(?<![\w$])(?P<fn3>auth|basic_auth|http_auth)\s*=\s*[(\[]")
+_CRED_CALL_NEEDLES = ("directoryentry", "networkcredential", "passwordauthentication", "usernamepasswordcredentials",
+                      "basicauth", "digestauth", "login(", "login (", "simple_bind", "auth=", "auth =")
+_ARG = re.compile(r"\s*(?:(?P<q>[\"'])(?P<s>[^\"'\n]{0,200})(?P=q)(?:\.toCharArray\(\))?|[^,()\[\]\n\"']+(?:\([^()\n]*\))?)\s*(?P<sep>,|[)\]])")
+# "the default password is 'blooberry'", "the password for user 'postgres' is 'admin'": a quoted
+# value after "password … is / was / to" in prose (the quotes are the evidence; bare words are not read)
+PROSE_PW = re.compile(r"(?i)\bpass(?:word|phrase)\b[^\n.!?;:=]{0,60}?\s(?:is|was|to|remains)\s+(?:set\s+to\s+|still\s+|now\s+)?"
+                      r"(?P<q>[\"'`“‘])(?P<v>[^\"'`\s“”‘’]{4,64})[\"'`”’]")
+# docker / podman / helm registry login -p <password>
+REGISTRY_LOGIN_P = re.compile(r"\b(?:docker|podman|buildah|skopeo|nerdctl|oras|helm\s+registry)\s+login\b[^\n]{0,200}?\s-p[ \t]+"
+                              r"(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
 # crypt(3) password hashes: md5-crypt, bcrypt, sha256/sha512-crypt (crackable offline: reported medium)
 PASSWORD_HASH = re.compile(r"(?<![\w$])(\$1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}"
                            r"|\$[56]\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$(?:[./A-Za-z0-9]{86}|[./A-Za-z0-9]{43})"
@@ -898,6 +918,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     vs = m.start("v") + m.group("v").index(val)
                     add("secret.password-assignment", "high", vs, vs + len(val), f"value of {key[:30]}")
     for pat, needles, what in ((CLI_OPTION, ("-",), "command-line option"), (MYSQL_P, ("mysql",), "mysql -p option"), (PSEXEC_P, ("psexec", "PsExec", "PSEXEC"), "psexec -p option"),
+                               (REGISTRY_LOGIN_P, (" login",), "registry login -p option"),
                                (NETRC, ("machine",), ".netrc entry")):
         for m in _on_lines(pat, text, needles, memo=memo):
             val = m.group("v")
@@ -911,6 +932,28 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
     for m in _on_lines(PASSWORD_HASH, text, ("$1$", "$2", "$5$", "$6$", "$apr1$", "$8$", "$9$", "$7$", "$y$", "$argon2"), memo=memo):
         add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (crypt)")
+    if len(low) == len(text):
+        for m in _on_lines(CRED_CALL, text, _CRED_CALL_NEEDLES, low, memo=memo):
+            fn = (m.group("fn") or m.group("fn2") or m.group("fn3")).lower()
+            want, pos, i = CRED_CALLS[fn], m.end(), 0
+            while i <= want:
+                a = _ARG.match(text, pos)
+                if a is None:
+                    break
+                if i == want:
+                    val = a.group("s")
+                    if (val is not None and _value_ok(val, quoted=True) and not _reference(val)
+                            and not val.startswith(("$", "{", "<", "%")) and " " not in val):
+                        add("secret.password-assignment", "high", a.start("s"), a.end("s"), f"password passed to {fn}()")
+                    break
+                if a.group("sep") != ",":
+                    break
+                pos, i = a.end(), i + 1
+    if "pass" in low:
+        for m in _on_lines(PROSE_PW, text, ("password", "passphrase"), low, memo=memo):
+            val = m.group("v")
+            if _value_ok(val, quoted=True) and not _reference(val) and not CODE_REF.match(val) and val.lower() not in _WORD_PASSWORDS:
+                add("secret.password-assignment", "high", m.start("v"), m.end("v"), "password stated in prose")
     for lm in (LABEL_FIND.finditer(low) if len(low) == len(text) else ()):
         m = LABEL_PAIR.match(text, lm.start())
         if m is None:

@@ -371,6 +371,10 @@ _ARG = re.compile(r"\s*(?:(?P<q>[\"'])(?P<s>[^\"'\n]{0,200})(?P=q)(?:\.toCharArr
 # value after "password … is / was / to" in prose (the quotes are the evidence; bare words are not read)
 PROSE_PW = re.compile(r"(?i)\bpass(?:word|phrase)\b[^\n.!?;:=]{0,60}?\s(?:is|was|to|remains)\s+(?:set\s+to\s+|still\s+|now\s+)?"
                       r"(?P<q>[\"'`“‘])(?P<v>[^\"'`\s“”‘’]{4,64})[\"'`”’]")
+# personal access tokens under a "pat" name (ado_pat, GITHUB_PAT, AZURE_DEVOPS_EXT_PAT): "pat" is too
+# short for the keyword list, so the value must look generated (token characters, ≥ 20, digits and letters)
+PAT_ASSIGN = re.compile(r"(?i)(?<![A-Za-z])pat(?![A-Za-z])[\w\-]{0,20}[\"'`]?\]?[ \t]*(?::=|=>|=|:)[ \t]*(?P<q>[\"'`]?)"
+                        r"(?P<v>[A-Za-z0-9_\-]{20,200})(?P=q)(?![A-Za-z0-9_\-])")
 # docker / podman / helm registry login -p <password>
 REGISTRY_LOGIN_P = re.compile(r"\b(?:docker|podman|buildah|skopeo|nerdctl|oras|helm\s+registry)\s+login\b[^\n]{0,200}?\s-p[ \t]+"
                               r"(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
@@ -949,6 +953,11 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 if a.group("sep") != ",":
                     break
                 pos, i = a.end(), i + 1
+    for m in _on_lines(PAT_ASSIGN, text, ("pat",), low, memo=memo):
+        val = m.group("v")
+        if (re.search(r"\d", val) and re.search(r"[A-Za-z]", val) and shannon(val) >= 3.5 and _value_ok(val, quoted=True)
+                and not _wordy(val) and not _alpha_run(val) and not _periodic(val)):
+            add("secret.password-assignment", "high", m.start("v"), m.end("v"), "personal access token (pat)")
     if "pass" in low:
         for m in _on_lines(PROSE_PW, text, ("password", "passphrase"), low, memo=memo):
             val = m.group("v")

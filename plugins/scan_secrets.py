@@ -127,7 +127,7 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.kubernetes-bootstrap-token", "high", re.compile(r"(?i:token)[\w\-]*[\"'\]]?(?:[ \t]*[:=][ \t]*|[ \t]+)[\"']?"
                                                              r"([a-z0-9]{6}\.[a-z0-9]{16})(?![\w.\-])"), 1),
     ("secret.vault-unseal-key", "high", re.compile(r"(?i:unseal[ _\-]?key)(?:[ _\-]?\d{1,2})?[\"']?[ \t]*[:=][ \t]*[\"']?"
-                                                   r"([A-Za-z0-9+/]{43}=|[0-9a-f]{64,66})(?![\w+/=])"), 1),
+                                                   r"([A-Za-z0-9+/]{43,44}=?|[0-9a-f]{64,66})(?![\w+/=])"), 1),
     ("secret.postmark-token", "high", re.compile(r"(?i:postmark)[\w\-]*[\"']?[ \t]*[:=][ \t]*[\"']?"
                                                  r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![\w\-])"), 1),
 ]
@@ -480,6 +480,16 @@ def _wordy(v: str) -> bool:
     covered = sum(len(m.group()) for m in _WORDY.finditer(v) if re.search(r"[aeiouy]", m.group(), re.I)
                   and not v[m.start() - 1:m.start()].isdigit() and not v[m.end():m.end() + 1].isdigit())
     return covered >= 0.6 * len(v)
+
+
+def _typed_interleaved(v: str) -> bool:
+    """Letters (or digits) that read as the alphabet or a count once the other class is taken out,
+    forwards or backwards (a1B2c3D4…, X9y8Z7w6…): typed by a person, not generated."""
+    letters = re.sub(r"[^a-z]", "", v.lower())
+    digits = re.sub(r"\D", "", v)
+    rev = _ALPHA[::-1]
+    return (any(letters[i:i + 8] in _ALPHA or letters[i:i + 8] in rev for i in range(len(letters) - 7))
+            or any(r in digits for r in ("12345678", "98765432")))
 
 
 def _periodic(v: str) -> bool:
@@ -1011,7 +1021,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue  # first segment of a dotted compound (host name, malformed JWT/Discord token)
         if PROVIDER_PREFIX.match(tok):
             continue  # a provider's shape that its own rule did not accept (wrong length or charset)
-        if tok.startswith(("pk_live_", "pk_test_")) or _alpha_run(core) or _wordy(core) or in_public_block(s):
+        if tok.startswith(("pk_live_", "pk_test_")) or _alpha_run(core) or _wordy(core) or in_public_block(s) or _typed_interleaved(core):
             continue  # Stripe publishable key (public by design); typed dummy; identifier; public key / certificate
         if HASH_CONTEXT.search(text[max(0, s - 30):s]) or _SSH_PUBLIC.search(text[max(0, s - 40):s]):
             continue

@@ -266,12 +266,19 @@ def _template_body(rule: str, tok: str) -> str:
 
 _DISCORD_GATE = re.compile(r"\.[A-Za-z\d_\-]{6}\.")  # id.timestamp.hmac: two dots six characters apart
 _ALL_GATES = frozenset(x for gates in PROVIDER_GATES.values() for x in gates)
+# needles of single-line rules (on the text as it is), found in the same automaton pass; scan_text
+# records their presence in the per-text needle memo that _on_lines reads
+_CRED_CALL_NEEDLES = ("DirectoryEntry", "NetworkCredential", "PasswordAuthentication", "UsernamePasswordCredentials",
+                      "BasicAuth", "DigestAuth", "login(", "login (", "simple_bind", "auth=", "auth =")
+_PAT_NEEDLES = tuple(k + c for k in ("pat", "PAT", "Pat") for c in ("=", ":", " ", "\"", "'", "`", "]"))
+_HASH_NEEDLES = ("$1$", "$2", "$5$", "$6$", "$apr1$", "$8$", "$9$", "$7$", "$y$", "$argon2")
+_EXTRA_NEEDLES = frozenset(_CRED_CALL_NEEDLES + _PAT_NEEDLES + _HASH_NEEDLES + (" login ",))
 _SHORT_GATES = frozenset(x for x in _ALL_GATES if len(x) == 1)  # ":", "|": tested with `in`, not reported at every occurrence
 try:  # the gates present in a text, found in one C pass (pyahocorasick) instead of one `in` test per gate
     import ahocorasick as _ahocorasick
 
     _GATE_AUTOMATON = _ahocorasick.Automaton()
-    for _g in sorted(_ALL_GATES - _SHORT_GATES):
+    for _g in sorted((_ALL_GATES - _SHORT_GATES) | _EXTRA_NEEDLES):
         _GATE_AUTOMATON.add_word(_g, _g)
     _GATE_AUTOMATON.make_automaton()
 except ImportError:  # pragma: no cover - the dependency is declared
@@ -281,7 +288,7 @@ except ImportError:  # pragma: no cover - the dependency is declared
 def _present_gates(text: str) -> set[str]:
     """The provider gate strings that occur in ``text`` (``{x for x in _ALL_GATES if x in text}``)."""
     if _GATE_AUTOMATON is None:
-        return {x for x in _ALL_GATES if x in text}
+        return {x for x in _ALL_GATES | _EXTRA_NEEDLES if x in text}
     present = {g for _, g in _GATE_AUTOMATON.iter(text)}
     present.update(x for x in _SHORT_GATES if x in text)
     return present
@@ -364,8 +371,6 @@ CRED_CALLS = {"directoryentry": 2, "networkcredential": 1, "passwordauthenticati
 CRED_CALL = re.compile(r"(?i)(?:\bnew\s+(?:[\w.]+\.)?|(?<![\w$])(?:[\w.]+\.)?)(?P<fn>DirectoryEntry|NetworkCredential|PasswordAuthentication"
                        r"|UsernamePasswordCredentials|HTTPBasicAuth|HTTPDigestAuth|BasicAuth)\s*\(|(?<=\.)(?P<fn2>login|simple_bind(?:_s)?)\s*\("
                        r"|(?<![\w$])(?P<fn3>auth|basic_auth|http_auth)\s*=\s*[(\[]")
-_CRED_CALL_NEEDLES = ("directoryentry", "networkcredential", "passwordauthentication", "usernamepasswordcredentials",
-                      "basicauth", "digestauth", "login(", "login (", "simple_bind", "auth=", "auth =")
 _ARG = re.compile(r"\s*(?:(?P<q>[\"'])(?P<s>[^\"'\n]{0,200})(?P=q)(?:\.toCharArray\(\))?|[^,()\[\]\n\"']+(?:\([^()\n]*\))?)\s*(?P<sep>,|[)\]])")
 # "the default password is 'blooberry'", "the password for user 'postgres' is 'admin'": a quoted
 # value after "password … is / was / to" in prose (the quotes are the evidence; bare words are not read)
@@ -373,7 +378,7 @@ PROSE_PW = re.compile(r"(?i)\bpass(?:word|phrase)\b[^\n.!?;:=]{0,60}?\s(?:is|was
                       r"(?P<q>[\"'`“‘])(?P<v>[^\"'`\s“”‘’]{4,64})[\"'`”’]")
 # personal access tokens under a "pat" name (ado_pat, GITHUB_PAT, AZURE_DEVOPS_EXT_PAT): "pat" is too
 # short for the keyword list, so the value must look generated (token characters, ≥ 20, digits and letters)
-PAT_ASSIGN = re.compile(r"(?i)(?<![A-Za-z])pat(?![A-Za-z])[\w\-]{0,20}[\"'`]?\]?[ \t]*(?::=|=>|=|:)[ \t]*(?P<q>[\"'`]?)"
+PAT_ASSIGN = re.compile(r"(?i)(?<![A-Za-z])pat[\"'`]?\]?[ \t]*(?::=|=>|=|:)[ \t]*(?P<q>[\"'`]?)"
                         r"(?P<v>[A-Za-z0-9_\-]{20,200})(?P=q)(?![A-Za-z0-9_\-])")
 # docker / podman / helm registry login -p <password>
 REGISTRY_LOGIN_P = re.compile(r"\b(?:docker|podman|buildah|skopeo|nerdctl|oras|helm\s+registry)\s+login\b[^\n]{0,200}?\s-p[ \t]+"
@@ -701,6 +706,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             add("secret.private-key", "high", m.start(1), m.end(1), "private key block (base64-encoded PEM)")
     rejected: list[tuple[int, int]] = []  # provider-shaped values judged to be dummies
     present = _present_gates(text)
+    for x in _EXTRA_NEEDLES:
+        memo[(x, True)] = x in present
     if _DISCORD_GATE.search(text):
         present.add(".x.")
     for rule, sev, pat, g in PROVIDERS:
@@ -932,7 +939,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     vs = m.start("v") + m.group("v").index(val)
                     add("secret.password-assignment", "high", vs, vs + len(val), f"value of {key[:30]}")
     for pat, needles, what in ((CLI_OPTION, ("-",), "command-line option"), (MYSQL_P, ("mysql",), "mysql -p option"), (PSEXEC_P, ("psexec", "PsExec", "PSEXEC"), "psexec -p option"),
-                               (REGISTRY_LOGIN_P, (" login",), "registry login -p option"),
+                               (REGISTRY_LOGIN_P, (" login ",), "registry login -p option"),
                                (NETRC, ("machine",), ".netrc entry")):
         for m in _on_lines(pat, text, needles, memo=memo):
             val = m.group("v")
@@ -944,10 +951,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                                       or not (re.search(r"\d|[^\w]", val) or (val != val.lower() and val != val.upper()))):
                 continue
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
-    for m in _on_lines(PASSWORD_HASH, text, ("$1$", "$2", "$5$", "$6$", "$apr1$", "$8$", "$9$", "$7$", "$y$", "$argon2"), memo=memo):
+    for m in _on_lines(PASSWORD_HASH, text, _HASH_NEEDLES, memo=memo):
         add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (crypt)")
     if len(low) == len(text):
-        for m in _on_lines(CRED_CALL, text, _CRED_CALL_NEEDLES, low, memo=memo):
+        for m in _on_lines(CRED_CALL, text, _CRED_CALL_NEEDLES, memo=memo):
             fn = (m.group("fn") or m.group("fn2") or m.group("fn3")).lower()
             want, pos, i = CRED_CALLS[fn], m.end(), 0
             while i <= want:
@@ -963,7 +970,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 if a.group("sep") != ",":
                     break
                 pos, i = a.end(), i + 1
-    for m in _on_lines(PAT_ASSIGN, text, ("pat",), low, memo=memo):
+    for m in _on_lines(PAT_ASSIGN, text, _PAT_NEEDLES, memo=memo):
         val = m.group("v")
         if (re.search(r"\d", val) and re.search(r"[A-Za-z]", val) and shannon(val) >= 3.5 and _value_ok(val, quoted=True)
                 and not _wordy(val) and not _alpha_run(val) and not _periodic(val)):

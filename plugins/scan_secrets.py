@@ -242,6 +242,8 @@ _LOOSE_CHARSET = frozenset({"secret.supabase-token", "secret.wundergraph-key", "
                             "secret.kubernetes-bootstrap-token"})
 
 
+# loose-charset shapes whose typed dummies the generic rules must not re-report either
+_DUMMY_OWNED = frozenset({"secret.newrelic-key", "secret.thingsboard-token", "secret.kubernetes-bootstrap-token"})
 _UNDERSCORE_PREFIXED = frozenset({"secret.supabase-token", "secret.wundergraph-key"})
 
 
@@ -438,13 +440,15 @@ _SSH_PUBLIC = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh
 # values that name or build a secret rather than hold one: $VAR… (detect-secrets' dollar-prefix
 # filter), paths and routes of two or more segments, ARNs, CSS selectors, string concatenation
 _REFERENCE_VALUE = re.compile(r"^(?:\\?\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|\.\s*\$)")
+# a regular expression describing the shape ([a-z0-9]{6}, \d+, [A-Za-z0-9_-]): documentation of a format
+_REGEX_VALUE = re.compile(r"\[(?:\^)?[A-Za-z0-9]-[A-Za-z0-9][^\]]*\](?:[{*+?]|$)|\\[dws][+*{]")
 _PATHISH = re.compile(r"^/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$")
 
 
 def _reference(val: str) -> bool:
     """A value that names or builds a secret: see _REFERENCE_VALUE; or a path / route whose
     segments are short (a base64 secret with a "/" has a long one)."""
-    if _REFERENCE_VALUE.match(val):
+    if _REFERENCE_VALUE.match(val) or _REGEX_VALUE.search(val):
         return True
     return bool(_PATHISH.match(val)) and max(len(x) for x in val.strip("/").split("/")) <= 24
 
@@ -731,6 +735,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     else tok[9:] if rule == "secret.docker-swarm-token" else tok[5:] if rule == "secret.newrelic-key"
                     else tok.replace(".", "") if rule == "secret.kubernetes-bootstrap-token"
                     else tok if rule == "secret.thingsboard-token" else tok[2:]):
+                if rule in _DUMMY_OWNED:
+                    rejected.append((m.start(g), m.end(g)))  # a typed dummy of this shape (abcdef.0123456789abcdef)
                 continue
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
     # U+0130 is the one character whose lower case is two characters long

@@ -128,6 +128,10 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
                                                              r"([a-z0-9]{6}\.[a-z0-9]{16})(?![\w.\-])"), 1),
     ("secret.vault-unseal-key", "high", re.compile(r"(?i:unseal[ _\-]?key)(?:[ _\-]?\d{1,2})?[\"']?[ \t]*[:=][ \t]*[\"']?"
                                                    r"([A-Za-z0-9+/]{43,44}=?|[0-9a-f]{64,66})(?![\w+/=])"), 1),
+    ("secret.mailgun-key", "high", re.compile(_B + r"(key-[0-9a-f]{32})" + _E), 1),
+    ("secret.nats-nkey-seed", "high", re.compile(_B + r"(S[UAON][A-Z2-7]{56})" + _E), 1),
+    ("secret.instagram-token", "high", re.compile(_B + r"(IGQVJ[A-Za-z0-9_\-]{100,})" + _E), 1),
+    ("secret.ntlm-auth-message", "high", re.compile(_B + r"(TlRMTVNTUAAD[A-Za-z0-9+/]{40,}={0,2})"), 1),
     ("secret.postmark-token", "high", re.compile(r"(?i:postmark)[\w\-]*[\"']?[ \t]*[:=][ \t]*[\"']?"
                                                  r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![\w\-])"), 1),
 ]
@@ -185,6 +189,10 @@ PROVIDER_GATES: dict[str, tuple[str, ...]] = {
     "secret.kubernetes-bootstrap-token": ("token", "TOKEN", "Token"),
     "secret.vault-unseal-key": ("Unseal", "unseal", "UNSEAL"),
     "secret.postmark-token": ("postmark", "Postmark", "POSTMARK"),
+    "secret.mailgun-key": ("key-",),
+    "secret.nats-nkey-seed": ("SU", "SA", "SO", "SN"),
+    "secret.instagram-token": ("IGQVJ",),
+    "secret.ntlm-auth-message": ("TlRMTVNTUAAD",),
 }
 
 # Provider shapes as detect-secrets (Apache-2.0) defines them, without an entropy check: its
@@ -239,11 +247,12 @@ _FOLDS_TO_ASCII = ("ı", "ſ")
 
 _LOOSE_CHARSET = frozenset({"secret.supabase-token", "secret.wundergraph-key", "secret.docker-swarm-token", "secret.vault-token", "secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key", "secret.nuget-api-key",
                             "secret.newrelic-license-key", "secret.newrelic-key", "secret.thingsboard-token",
-                            "secret.kubernetes-bootstrap-token"})
+                            "secret.kubernetes-bootstrap-token", "secret.mailgun-key", "secret.nats-nkey-seed"})
 
 
 # loose-charset shapes whose typed dummies the generic rules must not re-report either
-_DUMMY_OWNED = frozenset({"secret.newrelic-key", "secret.thingsboard-token", "secret.kubernetes-bootstrap-token"})
+_DUMMY_OWNED = frozenset({"secret.newrelic-key", "secret.thingsboard-token", "secret.kubernetes-bootstrap-token", "secret.mailgun-key",
+                          "secret.nats-nkey-seed"})
 _UNDERSCORE_PREFIXED = frozenset({"secret.supabase-token", "secret.wundergraph-key"})
 
 
@@ -301,14 +310,15 @@ PRIVATE_KEY = re.compile(
 # the signature may be empty or absent (alg "none"; detect-secrets reads those too): then the
 # payload must decode to a JSON object as well
 JWT = re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]{8,}|\.?(?![A-Za-z0-9_\-])))")
-URL_CRED = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://([^\s:/@'\"<>]{1,64}):([^\s/@'\"<>]{2,128})@[\w.\-]+")
+URL_CRED = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://([^\s:/@'\"<>]{1,64}|[\w.+\-]{1,64}@[\w\-]+(?:\.[\w\-]+)+):"
+                      r"([^\s/@'\"<>]{2,128})@[\w.\-]+")
 # user:pass@host without a scheme (mysql -u admin:pw@db.internal, proxy settings): not an e-mail
 BARE_CRED = re.compile(r"(?<![\w.%/:@\-])([A-Za-z0-9._%\-]{1,64}):([^\s:/@'\"<>`]{6,128})@"
                        r"(?:[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+|localhost)(?![\w\-])")
 NOT_A_USER = frozenset({"mailto", "email", "e-mail", "mail", "re", "fw", "fwd", "to", "from", "cc", "bcc", "contact",
                         "reply-to", "sender", "author", "maintainer", "owner", "by", "at", "user", "login", "id"})
 # SQL: CREATE/ALTER USER … IDENTIFIED BY pw; libcurl CURLOPT_(PROXY)USERPWD "user:pw"; curl --oauth2-bearer
-SQL_PW = re.compile(r"(?i)\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,120}?\bidentified\s+by\s+(?:password\s+)?"
+SQL_PW = re.compile(r"(?i)\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,120}?\bidentified\s+(?:with\s+['\"`]?\w+['\"`]?\s+)?by\s+(?:password\s+)?"
                     r"(['\"]?)([^\s'\";]{4,128})\1"
                     r"|\b(?:create|alter)\s+(?:user|role)\b[^;\n]{0,120}?\bpassword\s+(['\"]?)(?!(?:null|expire|lock|unlock|reuse|history|require|default|valid|verify)\b)([^\s'\";]{4,128})\3")
 CURLOPT_PW = re.compile(r"CURLOPT_(?:PROXY)?USERPWD\s*,\s*\"[^\":\s]*:([^\"\s]{4,128})\"|CURLOPT_(?:PROXY)?PASSWORD\s*,\s*\"([^\"\s]{4,128})\"")
@@ -385,6 +395,15 @@ PAT_ASSIGN = re.compile(r"(?i)(?<![A-Za-z])pat[\"'`]?\]?[ \t]*(?::=|=>|=|:)[ \t]
 # docker / podman / helm registry login -p <password>
 REGISTRY_LOGIN_P = re.compile(r"\b(?:docker|podman|buildah|skopeo|nerdctl|oras|helm\s+registry)\s+login\b[^\n]{0,200}?\s-p[ \t]+"
                               r"(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
+# MySQL 4.1+ password hashes (mysql_native_password: "*" + 40 upper-case hex), after AS / PASSWORD
+MYSQL_HASH = re.compile(r"(?i)\b(?:as|password)\s*\(?\s*['\"](\*[0-9A-F]{40})['\"]")
+# C / RPM macros: #define PASSWORD "v", %define token v (the macro name holds the keyword)
+DEFINE = re.compile(r"(?<![\w#%])[#%]define[ \t]+(?P<key>[\w]{0,40}" + _KEYWORDS + r"[\w]{0,40})[ \t]+(?P<q>\\?[\"']?)(?P<v>[^\s\"'\\]{4,200})(?P=q)(?=[ \t]*(?:$|\n|[\"']))", re.I)
+# an environment look-up with a literal fallback: getenv("K", "v"), os.environ.get("K", "v"), … or "v"
+ENV_DEFAULT = re.compile(r"(?i)(?P<key>[\w.]{0,40}" + _KEYWORDS + r"[\w]{0,40})\s*(?::=|=)\s*(?:os\.)?(?:environ\.get|getenv|env\.get|process\.env\.\w+\s*\|\||System\.getenv)"
+                         r"\s*\(?\s*[\"'][^\"'\n]{1,60}[\"']\s*(?:,\s*|\)\s*(?:or|\|\||\?\?)\s*)(?P<q>[\"'])(?P<v>[^\"'\s]{4,200})(?P=q)")
+# PowerShell: ConvertTo-SecureString "plain" -AsPlainText -Force (the plain-text password on the line)
+SECURESTRING = re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?(?:(?:-AsPlainText|-Force)\s+)*(?P<q>\\?[\"']?)(?P<v>[^\s\"'\\|;)]{4,200})(?P=q)(?=[\s)|;\"']|$)")
 # crypt(3) password hashes: md5-crypt, bcrypt, sha256/sha512-crypt (crackable offline: reported medium)
 PASSWORD_HASH = re.compile(r"(?<![\w$])(\$1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}"
                            r"|\$[56]\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$(?:[./A-Za-z0-9]{86}|[./A-Za-z0-9]{43})"
@@ -394,9 +413,9 @@ PASSWORD_HASH = re.compile(r"(?<![\w$])(\$1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{2
                            r"|\$7\$[./A-Za-z0-9]{11,}\$[./A-Za-z0-9]{43}|\$y\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{1,86}\$[./A-Za-z0-9]{43}"
                            r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{11,64}\$[A-Za-z0-9+/]{16,128})(?![\w./])")
 # "Secret Key: AIhq5Xyb1Gga9Q3", "API token = …": a two-word label in prose; the value must look generated
-LABEL_PAIR = re.compile(r"(?i)(?<![\w-])(?P<key>(?:secret|api|access|auth|client|private|master|root)[ ](?:key|token|secret|password)"
+LABEL_PAIR = re.compile(r"(?i)(?<![\w-])(?P<key>(?:secret|api|access|auth|authentication|encryption|signing|client|private|master|root)[ ](?:key|token|secret|password)"
                         r"|pass[ ]?phrase)[ \t]*[:=][ \t]*(?P<v>[A-Za-z0-9+/=_\-.~!@#%^&*]{8,200})(?![^\s,;])")
-LABEL_FIND = re.compile(r"(?<![\w-])(?:(?:secret|api|access|auth|client|private|master|root) (?:key|token|secret|password)|pass ?phrase)")
+LABEL_FIND = re.compile(r"(?<![\w-])(?:(?:secret|api|access|auth|authentication|encryption|signing|client|private|master|root) (?:key|token|secret|password)|pass ?phrase)")
 # a PEM private key written as base64 (Kubernetes secrets, JSON configs): "LS0tLS1CRUdJTi" is "-----BEGIN"
 B64_PEM = re.compile(r"(?<![A-Za-z0-9+/])(LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}={0,2})")
 _WORD_PASSWORDS = frozenset({"password", "passwd", "secret", "pass", "pwd"})  # user:secret@host — a password all the same
@@ -439,7 +458,7 @@ _REL_PATH = re.compile(r"^(?:\.{1,2}/|~/|/(?:bin|etc|home|opt|tmp|usr|var|run)/)
 _SSH_PUBLIC = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$")
 # values that name or build a secret rather than hold one: $VAR… (detect-secrets' dollar-prefix
 # filter), paths and routes of two or more segments, ARNs, CSS selectors, string concatenation
-_REFERENCE_VALUE = re.compile(r"^(?:\\?\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|\.\s*\$)")
+_REFERENCE_VALUE = re.compile(r"^(?:\\?\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|\.\s*\$|ENC\(|AQICAH|Ag[A-D][A-Za-z0-9+/]{150})")
 # a regular expression describing the shape ([a-z0-9]{6}, \d+, [A-Za-z0-9_-]): documentation of a format
 _REGEX_VALUE = re.compile(r"\[(?:\^)?[A-Za-z0-9]-[A-Za-z0-9][^\]]*\](?:[{*+?]|$)|\\[dws][+*{]")
 _PATHISH = re.compile(r"^/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$")
@@ -450,7 +469,11 @@ def _reference(val: str) -> bool:
     segments are short (a base64 secret with a "/" has a long one)."""
     if _REFERENCE_VALUE.match(val) or _REGEX_VALUE.search(val):
         return True
-    return bool(_PATHISH.match(val)) and max(len(x) for x in val.strip("/").split("/")) <= 24
+    if not _PATHISH.match(val) or max(len(x) for x in val.strip("/").split("/")) > 24:
+        return False
+    core = val.replace("/", "")  # VnpmUG…/…: a base64 secret holding "/" has mixed-case random segments
+    return not (len(core) >= 20 and re.search(r"[a-z]", core) and re.search(r"[A-Z]", core) and re.search(r"\d", core)
+                and shannon(core) >= 4.0 and not _wordy(core) and "." not in val)
 
 
 # key names under which a UUID is a credential (and, within them, names of identifiers)
@@ -459,7 +482,7 @@ _UUID_ID_KEY = re.compile(r"(?i)(?:^|[_\-.])(?:id|uuid|guid)(?:$|[_\-.\"'])|(?:t
 _HEX_LITERAL = re.compile(r"(?i)^0x[0-9a-f]+$")  # a number (mask, flag), not a secret
 _PROSE = re.compile(r"^[A-Za-z][a-z]*(?: [a-z]+[,.]?){2,}$")  # "This is a query parameter": a sentence
 _NEGATED_KEY = re.compile(r"(?i)^(?:not|no|non|is|has|use|enable|disable)[_\-]")
-_AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey", "ssws")
+_AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey", "ssws", "ntlm")
 _SLUG = re.compile(r"[a-z]{3,}(?:[\-_][a-z]{3,})+")
 
 
@@ -720,7 +743,11 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue
         for m in _provider_matches(pat, text, gates if len(text) > _WHOLE_TEXT_MAX else None):
             tok = m.group(g)
-            if _placeholder(tok[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3:
+            if rule == "secret.ntlm-auth-message":  # zero bytes of the message are "AAAA" runs: no placeholder test
+                if len(set(tok[12:])) < 16 or _alpha_run(tok):
+                    rejected.append((m.start(g), m.end(g)))
+                    continue
+            elif _placeholder(tok[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3:
                 rejected.append((m.start(g), m.end(g)))
                 continue
             if rule == "secret.slack-token":
@@ -734,7 +761,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     else tok.split(".", 1)[1] if rule == "secret.vault-token" else tok.split("_")[-1] if rule in _UNDERSCORE_PREFIXED
                     else tok[9:] if rule == "secret.docker-swarm-token" else tok[5:] if rule == "secret.newrelic-key"
                     else tok.replace(".", "") if rule == "secret.kubernetes-bootstrap-token"
-                    else tok if rule == "secret.thingsboard-token" else tok[2:]):
+                    else tok if rule == "secret.thingsboard-token" else tok[4:] if rule == "secret.mailgun-key" else tok[2:]):
                 if rule in _DUMMY_OWNED:
                     rejected.append((m.start(g), m.end(g)))  # a typed dummy of this shape (abcdef.0123456789abcdef)
                 continue
@@ -949,6 +976,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                                (NETRC, ("machine",), ".netrc entry")):
         for m in _on_lines(pat, text, needles, memo=memo):
             val = m.group("v")
+            if (pat is CLI_OPTION and UUID.match(val) and "-" in val and _UUID_SECRET_KEY.search(m.group("key"))
+                    and not _UUID_ID_KEY.search(m.group("key")) and not _placeholder(val) and len(set(val)) >= 8):
+                add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"UUID-shaped credential in a {what}")
+                continue
             if val.startswith(("-", "$", "<", "{", "%", "/", "~", ".")) or not _value_ok(val, quoted=True):
                 continue
             if pat is CLI_OPTION and (_NOT_VALUE_KEY.search(m.group("key")) or _NEGATED_KEY.match(m.group("key"))
@@ -959,6 +990,18 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
     for m in _on_lines(PASSWORD_HASH, text, _HASH_NEEDLES, memo=memo):
         add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (crypt)")
+    for m in _on_lines(MYSQL_HASH, text, ("'*", '"*'), memo=memo):
+        if len(set(m.group(1))) > 8:
+            add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (mysql_native_password)")
+    for pat, needles, what in ((DEFINE, ("define",), "macro definition"), (ENV_DEFAULT, ("env",), "fallback of an environment look-up"),
+                               (SECURESTRING, ("SecureString", "securestring"), "ConvertTo-SecureString plain text")):
+        for m in _on_lines(pat, text, needles, low if pat is not DEFINE else None, memo=memo):
+            val = m.group("v")
+            key = m.group("key") if pat is not SECURESTRING else "password"
+            if (pat is SECURESTRING and val.lower().startswith(("-asplaintext", "-force", "-string"))) or _reference(val) or _HEX_LITERAL.match(val):
+                continue
+            if _value_ok(val, quoted=True) and not CODE_REF.match(val) and _token_value_ok(key, val) and not _NOT_VALUE_KEY.search(key):
+                add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
     if len(low) == len(text):
         for m in _on_lines(CRED_CALL, text, _CRED_CALL_NEEDLES, memo=memo):
             fn = (m.group("fn") or m.group("fn2") or m.group("fn3")).lower()

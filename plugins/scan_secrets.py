@@ -458,7 +458,9 @@ _REL_PATH = re.compile(r"^(?:\.{1,2}/|~/|/(?:bin|etc|home|opt|tmp|usr|var|run)/)
 _SSH_PUBLIC = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$")
 # values that name or build a secret rather than hold one: $VAR… (detect-secrets' dollar-prefix
 # filter), paths and routes of two or more segments, ARNs, CSS selectors, string concatenation
-_REFERENCE_VALUE = re.compile(r"^(?:\\?\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|\.\s*\$|ENC\(|AQICAH|Ag[A-D][A-Za-z0-9+/]{150})")
+_REFERENCE_VALUE = re.compile(r"^(?:\\?\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|\.\s*\$|ENC\(|AQICAH|Ag[A-D][A-Za-z0-9+/]{150}"
+                              # a PowerShell cmdlet call: $pw = ConvertTo-SecureString $plain …, Read-Host …
+                              r"|(?:Get|Set|New|Read|Import|Export|Invoke|Select|ConvertTo|ConvertFrom|Out)-[A-Z][A-Za-z]+(?:\s|$))")
 # a regular expression describing the shape ([a-z0-9]{6}, \d+, [A-Za-z0-9_-]): documentation of a format
 _REGEX_VALUE = re.compile(r"\[(?:\^)?[A-Za-z0-9]-[A-Za-z0-9][^\]]*\](?:[{*+?]|$)|\\[dws][+*{]")
 _PATHISH = re.compile(r"^/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$")

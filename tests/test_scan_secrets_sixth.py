@@ -184,3 +184,49 @@ def test_masking_of_new_kinds():
     text = 'new NetworkCredential("svc", "' + PW + '");\nnext line'
     fs = findings(text)
     assert fs and all(PW[:7] not in f.excerpt for f in fs)
+
+
+# --- kinds read on the CredSweeper set (second half of the pass) ---
+
+NTLM3 = "TlRMTVNTUAADAAAAGAAYAG4AAAAYABgAhgAAAAAAAABIAAAADgAOAEgAAAAYABgAVgAAAAAAAACeAAAA" + \
+        "BYKIogUBKAoAAAAPdQBzAGUAcgAxADIAMwBXAE8AUgBLAFMAVABBAFQASQBPAE4AkQ7zq5P2vXc8L1mK"
+MYSQL_HASH = "*" + "81F5E21E" + "35407D88" + "4A6CD4A7" + "31AEBFB6" + "AF209E1B"
+NKEY = "SUAM" + "L2XQ7VK3" + "BZ4RDP6T" + "N5WJ2MHQ" + "CYF7GL3S" + "XK6PE4RZ" + "UA2NVB5T" + "QH" + "Q7XM"
+
+
+@pytest.mark.parametrize("text, rule", [
+    ('email_as_login = "smtps://ops.team@gmail.com:' + PW.replace("!", "") + '@smtp.gmail.com:465";', "secret.url-credentials"),
+    ("ALTER USER 'root'@'localhost' IDENTIFIED WITH mysql_native_password BY '" + PW + "';", "secret.password-assignment"),
+    ("ALTER USER 'app'@'%' IDENTIFIED WITH 'mysql_native_password' AS '" + MYSQL_HASH + "';", "secret.password-hash"),
+    ('#define DB_PASSWORD "' + PW + '"', "secret.password-assignment"),
+    ('PASSWORD = os.environ.get("PASSWORD") or "' + PW + '"', "secret.password-assignment"),
+    ('db_password = os.getenv("DB_PASSWORD", "' + PW + '")', "secret.password-assignment"),
+    ('$pw = ConvertTo-SecureString "' + PW.replace("!", "~") + '" -AsPlainText -Force', "secret.password-assignment"),
+    ("Authorization: NTLM " + NTLM3, "secret.ntlm-auth-message"),
+    ("--super-secret_token " + UUID, "secret.password-assignment"),
+    ("mailgun: key-" + HEX32, "secret.mailgun-key"),
+    ("// " + NKEY, "secret.nats-nkey-seed"),
+    ("Authentication key:" + ALNUM20, "secret.password-assignment"),
+    ('var aws_secret = "Vnpm' + "UG7qK2/xR9t" + "Lw4Zb8/Nc3Hf" + '5Jd1Qs"', "secret.password-assignment"),
+])
+def test_credsweeper_read_kinds(text, rule):
+    assert rule in rules(text), rules(text)
+
+
+@pytest.mark.parametrize("text", [
+    'smtp_url = "smtps://ops.team@gmail.com@smtp.gmail.com:465"',  # no password
+    "ALTER USER 'app'@'%' IDENTIFIED WITH 'mysql_native_password' AS '*" + "0" * 40 + "';",
+    "#define PASSWORD_MAX_LEN 64",
+    "#define PASSWORD 0x0dea1b2c3d4e5f60",
+    'PASSWORD = os.environ.get("PASSWORD")',
+    'token = os.getenv("API_TOKEN", "")',
+    "$pw = ConvertTo-SecureString $plain -AsPlainText -Force",
+    "$pw = ConvertTo-SecureString -String $plain -AsPlainText -Force",
+    "mailgun: key-" + "0" * 32,
+    '{"secretKey": "ENC(2dfRFq8s7Wx+3Hj/Kp1==)"}',  # Jasypt-encrypted
+    "PASSWORD: AgB" + "Qw7rT9pLmZx3Vb8Nc2Kd5Hf1Jg3Lp0Rs4Ty6Ua9W/" * 5,  # a SealedSecrets ciphertext
+    "secret_path = /var/lib/app/keys/server",
+    "token_path: src/main/resources/config/app",
+])
+def test_credsweeper_read_lookalikes(text):
+    assert not rules(text), rules(text)

@@ -129,7 +129,7 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.vault-unseal-key", "high", re.compile(r"(?i:unseal[ _\-]?key)(?:[ _\-]?\d{1,2})?[\"']?[ \t]*[:=][ \t]*[\"']?"
                                                    r"([A-Za-z0-9+/]{43,44}=?|[0-9a-f]{64,66})(?![\w+/=])"), 1),
     ("secret.mailgun-key", "high", re.compile(_B + r"(key-[0-9a-f]{32})" + _E), 1),
-    ("secret.nats-nkey-seed", "high", re.compile(_B + r"(S[UAON][A-Z2-7]{56})" + _E), 1),
+    ("secret.nats-nkey-seed", "high", re.compile(_B + r"(S[UAON]A[A-Z2-7]{55})" + _E), 1),
     ("secret.instagram-token", "high", re.compile(_B + r"(IGQVJ[A-Za-z0-9_\-]{100,})" + _E), 1),
     ("secret.ntlm-auth-message", "high", re.compile(_B + r"(TlRMTVNTUAAD[A-Za-z0-9+/]{40,}={0,2})"), 1),
     ("secret.postmark-token", "high", re.compile(r"(?i:postmark)[\w\-]*[\"']?[ \t]*[:=][ \t]*[\"']?"
@@ -190,7 +190,7 @@ PROVIDER_GATES: dict[str, tuple[str, ...]] = {
     "secret.vault-unseal-key": ("Unseal", "unseal", "UNSEAL"),
     "secret.postmark-token": ("postmark", "Postmark", "POSTMARK"),
     "secret.mailgun-key": ("key-",),
-    "secret.nats-nkey-seed": ("SU", "SA", "SO", "SN"),
+    "secret.nats-nkey-seed": ("SUA", "SAA", "SOA", "SNA"),
     "secret.instagram-token": ("IGQVJ",),
     "secret.ntlm-auth-message": ("TlRMTVNTUAAD",),
 }
@@ -283,7 +283,8 @@ _CRED_CALL_NEEDLES = ("DirectoryEntry", "NetworkCredential", "PasswordAuthentica
                       "BasicAuth", "DigestAuth", "login(", "login (", "simple_bind", "auth=", "auth =")
 _PAT_NEEDLES = tuple(k + c for k in ("pat", "PAT", "Pat") for c in ("=", ":", " ", "\"", "'", "`", "]"))
 _HASH_NEEDLES = ("$1$", "$2", "$5$", "$6$", "$apr1$", "$8$", "$9$", "$7$", "$y$", "$argon2")
-_EXTRA_NEEDLES = frozenset(_CRED_CALL_NEEDLES + _PAT_NEEDLES + _HASH_NEEDLES + (" login ",))
+_ENV_NEEDLES = ("getenv", "environ.get", "env.get", "process.env", "ENV.fetch", "ENV[")
+_EXTRA_NEEDLES = frozenset(_CRED_CALL_NEEDLES + _PAT_NEEDLES + _HASH_NEEDLES + _ENV_NEEDLES + (" login ", "#define", "%define", "'*", '"*'))
 _SHORT_GATES = frozenset(x for x in _ALL_GATES if len(x) == 1)  # ":", "|": tested with `in`, not reported at every occurrence
 try:  # the gates present in a text, found in one C pass (pyahocorasick) instead of one `in` test per gate
     import ahocorasick as _ahocorasick
@@ -400,7 +401,7 @@ MYSQL_HASH = re.compile(r"(?i)\b(?:as|password)\s*\(?\s*['\"](\*[0-9A-F]{40})['\
 # C / RPM macros: #define PASSWORD "v", %define token v (the macro name holds the keyword)
 DEFINE = re.compile(r"(?<![\w#%])[#%]define[ \t]+(?P<key>[\w]{0,40}" + _KEYWORDS + r"[\w]{0,40})[ \t]+(?P<q>\\?[\"']?)(?P<v>[^\s\"'\\]{4,200})(?P=q)(?=[ \t]*(?:$|\n|[\"']))", re.I)
 # an environment look-up with a literal fallback: getenv("K", "v"), os.environ.get("K", "v"), … or "v"
-ENV_DEFAULT = re.compile(r"(?i)(?P<key>[\w.]{0,40}" + _KEYWORDS + r"[\w]{0,40})\s*(?::=|=)\s*(?:os\.)?(?:environ\.get|getenv|env\.get|process\.env\.\w+\s*\|\||System\.getenv)"
+ENV_DEFAULT = re.compile(r"(?i)(?P<key>[\w.]{0,40}" + _KEYWORDS + r"[\w]{0,40})\s*(?::=|=)\s*(?:os\.)?(?:environ\.get|getenv|env\.get|process\.env\.\w+\s*\|\||System\.getenv|ENV\.fetch)"
                          r"\s*\(?\s*[\"'][^\"'\n]{1,60}[\"']\s*(?:,\s*|\)\s*(?:or|\|\||\?\?)\s*)(?P<q>[\"'])(?P<v>[^\"'\s]{4,200})(?P=q)")
 # PowerShell: ConvertTo-SecureString "plain" -AsPlainText -Force (the plain-text password on the line)
 SECURESTRING = re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?(?:(?:-AsPlainText|-Force)\s+)*(?P<q>\\?[\"']?)(?P<v>[^\s\"'\\|;)]{4,200})(?P=q)(?=[\s)|;\"']|$)")
@@ -610,6 +611,8 @@ def _on_lines(pat: re.Pattern, text: str, needles: tuple[str, ...], hay: str | N
         return
     spans = set()
     for x in needles:
+        if memo is not None and not memo.get((x, hay is text), True):
+            continue  # known absent: no search of the whole text for it
         i = hay.find(x)
         while i >= 0:
             ls = hay.rfind("\n", 0, i) + 1
@@ -743,7 +746,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         gates = PROVIDER_GATES.get(rule)
         if gates is not None and present.isdisjoint(gates):
             continue
-        for m in _provider_matches(pat, text, gates if len(text) > _WHOLE_TEXT_MAX else None):
+        long_text = len(text) > _WHOLE_TEXT_MAX
+        for m in _provider_matches(pat, text, tuple(x for x in gates if x in present) if long_text and gates else None):
             tok = m.group(g)
             if rule == "secret.ntlm-auth-message":  # zero bytes of the message are "AAAA" runs: no placeholder test
                 if len(set(tok[12:])) < 16 or _alpha_run(tok):
@@ -995,9 +999,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     for m in _on_lines(MYSQL_HASH, text, ("'*", '"*'), memo=memo):
         if len(set(m.group(1))) > 8:
             add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (mysql_native_password)")
-    for pat, needles, what in ((DEFINE, ("define",), "macro definition"), (ENV_DEFAULT, ("env",), "fallback of an environment look-up"),
+    for pat, needles, what in ((DEFINE, ("#define", "%define"), "macro definition"), (ENV_DEFAULT, _ENV_NEEDLES, "fallback of an environment look-up"),
                                (SECURESTRING, ("SecureString", "securestring"), "ConvertTo-SecureString plain text")):
-        for m in _on_lines(pat, text, needles, low if pat is not DEFINE else None, memo=memo):
+        for m in _on_lines(pat, text, needles, low if pat is SECURESTRING else None, memo=memo):
             val = m.group("v")
             key = m.group("key") if pat is not SECURESTRING else "password"
             if (pat is SECURESTRING and val.lower().startswith(("-asplaintext", "-force", "-string"))) or _reference(val) or _HEX_LITERAL.match(val):

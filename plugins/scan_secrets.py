@@ -13,17 +13,23 @@ Owns the rules ``secret.*``: provider keys (``aws-access-key``,
 ``newrelic-license-key``, ``newrelic-user-key``, ``salesforce-token``,
 ``doppler-token``, ``google-oauth-token``, ``supabase-token``,
 ``discord-webhook``, ``docker-swarm-token``, ``akamai-token``,
-``wundergraph-key``), detect-secrets' keyed shapes (``cloudant-key``,
+``wundergraph-key``, ``newrelic-key``, ``thingsboard-token``, ``kubernetes-bootstrap-token``,
+``vault-unseal-key``, ``postmark-token``, ``mailgun-key``, ``nats-nkey-seed``, ``instagram-token``,
+``ntlm-auth-message``), detect-secrets' keyed shapes (``cloudant-key``,
 ``ibm-cloud-iam-key``, ``aws-secret-key``), ``provider-template`` (severity
 low: a detect-secrets provider shape filled with one repeated letter,
-``AKCxxxxxxxxxx``), ``password-hash`` (crypt(3) md5/bcrypt/sha-crypt),
+``AKCxxxxxxxxxx``), ``password-hash`` (crypt(3) md5/bcrypt/sha-crypt, apr1, Cisco type 8/9, scrypt, yescrypt,
+Argon2, MySQL ``*``+40 hex),
 ``private-key`` (PEM/PGP/PuTTY blocks with a body), ``jwt`` (header must
 decode to JSON), ``url-credentials`` (``scheme://user:pass@host``),
 ``connection-string`` (``Password=`` in ADO/JDBC strings),
 ``curl-credentials`` (``curl -u user:pass``, libcurl options),
 ``password-assignment`` (password/secret/token/api-key values in assignments,
 XML elements and attributes, secret-named calls, command-line options,
-``.netrc``, SQL user statements, also Chinese keys 密码 口令 密钥 秘钥 令牌 私钥
+``.netrc``, SQL user statements, ``#define``/``%define`` macros, literal fallbacks of
+environment look-ups, passwords passed positionally to authentication APIs (``DirectoryEntry``,
+``NetworkCredential``, ``.login``, ``auth=(…)``), ``ConvertTo-SecureString``, registry
+``login -p``, quoted passwords stated in prose, ``pat`` keys, UUIDs under token/secret names, also Chinese keys 密码 口令 密钥 秘钥 令牌 私钥
 and ``：``; token-like names take gitleaks' generic length/entropy floor), ``high-entropy`` (random-looking tokens, with filters for
 UUIDs, lock-file/checksum hashes, URLs and placeholders such as ``xxxx`` or
 ``<your-key>``).

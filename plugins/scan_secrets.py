@@ -405,9 +405,9 @@ REGISTRY_LOGIN_P = re.compile(r"\b(?:docker|podman|buildah|skopeo|nerdctl|oras|h
 # MySQL 4.1+ password hashes (mysql_native_password: "*" + 40 upper-case hex), after AS / PASSWORD
 MYSQL_HASH = re.compile(r"(?i)\b(?:as|password)\s*\(?\s*['\"](\*[0-9A-F]{40})['\"]")
 # C / RPM macros: #define PASSWORD "v", %define token v (the macro name holds the keyword)
-DEFINE = re.compile(r"(?<![\w#%])[#%]define[ \t]+(?P<key>[\w]{0,40}" + _KEYWORDS + r"[\w]{0,40})[ \t]+(?P<q>\\?[\"']?)(?P<v>[^\s\"'\\]{4,200})(?P=q)(?=[ \t]*(?:$|\n|[\"']))", re.I)
+DEFINE = re.compile(r"(?<![\w#%])[#%]define[ \t]+(?P<key>(?<![\w])[\w]{0,40}" + _KEYWORDS + r"[\w]{0,40})[ \t]+(?P<q>\\?[\"']?)(?P<v>[^\s\"'\\]{4,200})(?P=q)(?=[ \t]*(?:$|\n|[\"']))", re.I)
 # an environment look-up with a literal fallback: getenv("K", "v"), os.environ.get("K", "v"), … or "v"
-ENV_DEFAULT = re.compile(r"(?i)(?P<key>[\w.]{0,40}" + _KEYWORDS + r"[\w]{0,40})\s*(?::=|=)\s*(?:os\.)?(?:environ\.get|getenv|env\.get|process\.env\.\w+\s*\|\||System\.getenv|ENV\.fetch)"
+ENV_DEFAULT = re.compile(r"(?i)(?<![\w.])(?P<key>[\w.]{0,40}" + _KEYWORDS + r"[\w]{0,40})\s*(?::=|=)\s*(?:os\.)?(?:environ\.get|getenv|env\.get|process\.env\.\w+\s*\|\||System\.getenv|ENV\.fetch)"
                          r"\s*\(?\s*[\"'][^\"'\n]{1,60}[\"']\s*(?:,\s*|\)\s*(?:or|\|\||\?\?)\s*)(?P<q>[\"'])(?P<v>[^\"'\s]{4,200})(?P=q)")
 # PowerShell: ConvertTo-SecureString "plain" -AsPlainText -Force (the plain-text password on the line)
 SECURESTRING = re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?(?:(?:-AsPlainText|-Force)\s+)*(?P<q>\\?[\"']?)(?P<v>[^\s\"'\\|;)]{4,200})(?P=q)(?=[\s)|;\"']|$)")

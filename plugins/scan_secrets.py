@@ -13,17 +13,23 @@ Owns the rules ``secret.*``: provider keys (``aws-access-key``,
 ``newrelic-license-key``, ``newrelic-user-key``, ``salesforce-token``,
 ``doppler-token``, ``google-oauth-token``, ``supabase-token``,
 ``discord-webhook``, ``docker-swarm-token``, ``akamai-token``,
-``wundergraph-key``), detect-secrets' keyed shapes (``cloudant-key``,
+``wundergraph-key``, ``newrelic-key``, ``thingsboard-token``, ``kubernetes-bootstrap-token``,
+``vault-unseal-key``, ``postmark-token``, ``mailgun-key``, ``nats-nkey-seed``, ``instagram-token``,
+``ntlm-auth-message``), detect-secrets' keyed shapes (``cloudant-key``,
 ``ibm-cloud-iam-key``, ``aws-secret-key``), ``provider-template`` (severity
 low: a detect-secrets provider shape filled with one repeated letter,
-``AKCxxxxxxxxxx``), ``password-hash`` (crypt(3) md5/bcrypt/sha-crypt),
+``AKCxxxxxxxxxx``), ``password-hash`` (crypt(3) md5/bcrypt/sha-crypt, apr1, Cisco type 8/9, scrypt, yescrypt,
+Argon2, MySQL ``*``+40 hex),
 ``private-key`` (PEM/PGP/PuTTY blocks with a body), ``jwt`` (header must
 decode to JSON), ``url-credentials`` (``scheme://user:pass@host``),
 ``connection-string`` (``Password=`` in ADO/JDBC strings),
 ``curl-credentials`` (``curl -u user:pass``, libcurl options),
 ``password-assignment`` (password/secret/token/api-key values in assignments,
 XML elements and attributes, secret-named calls, command-line options,
-``.netrc``, SQL user statements, also Chinese keys 密码 口令 密钥 秘钥 令牌 私钥
+``.netrc``, SQL user statements, ``#define``/``%define`` macros, literal fallbacks of
+environment look-ups, passwords passed positionally to authentication APIs (``DirectoryEntry``,
+``NetworkCredential``, ``.login``, ``auth=(…)``), ``ConvertTo-SecureString``, registry
+``login -p``, quoted passwords stated in prose, ``pat`` keys, UUIDs under token/secret names, also Chinese keys 密码 口令 密钥 秘钥 令牌 私钥
 and ``：``; token-like names take gitleaks' generic length/entropy floor), ``high-entropy`` (random-looking tokens, with filters for
 UUIDs, lock-file/checksum hashes, URLs and placeholders such as ``xxxx`` or
 ``<your-key>``).
@@ -117,6 +123,23 @@ PROVIDERS: list[tuple[str, str, re.Pattern, int]] = [
     ("secret.docker-swarm-token", "high", re.compile(_B + r"(SWMTKN-1-[a-z0-9]{50}-[a-z0-9]{25})" + _E), 1),
     ("secret.akamai-token", "high", re.compile(_B + r"(akab-[a-z0-9]{16}-[a-z0-9]{16})" + _E), 1),
     ("secret.wundergraph-key", "high", re.compile(_B + r"(cosmo_[a-f0-9]{32})" + _E), 1),
+    # sixth pass (kinds read on Nosey Parker's examples; formats from its rules, Apache-2.0, and the
+    # providers' documentation): New Relic admin / Insights insert and query / browser keys,
+    # ThingsBoard device tokens in API URLs, kubeadm bootstrap tokens after a token key, Vault unseal
+    # keys as `vault operator init` prints them, Postmark server/account tokens (UUIDs after a postmark key)
+    ("secret.newrelic-key", "high", re.compile(_B + r"(NRAA-[a-f0-9]{27}|NRI[IQ]-[A-Za-z0-9_\-]{32}|NRJS-[a-f0-9]{19})" + _E), 1),
+    ("secret.thingsboard-token", "high", re.compile(r"(?:https?|coaps?)://[\w.\-]+(?::\d+)?/api/v1/([A-Za-z0-9]{20})/"
+                                                    r"(?:telemetry|attributes|rpc|claim|firmware|software)\b"), 1),
+    ("secret.kubernetes-bootstrap-token", "high", re.compile(r"(?i:token)[\w\-]*[\"'\]]?(?:[ \t]*[:=][ \t]*|[ \t]+)[\"']?"
+                                                             r"([a-z0-9]{6}\.[a-z0-9]{16})(?![\w.\-])"), 1),
+    ("secret.vault-unseal-key", "high", re.compile(r"(?i:unseal[ _\-]?key)(?:[ _\-]?\d{1,2})?[\"']?[ \t]*[:=][ \t]*[\"']?"
+                                                   r"([A-Za-z0-9+/]{43,44}=?|[0-9a-f]{64,66})(?![\w+/=])"), 1),
+    ("secret.mailgun-key", "high", re.compile(_B + r"(key-[0-9a-f]{32})" + _E), 1),
+    ("secret.nats-nkey-seed", "high", re.compile(_B + r"(S[UAON]A[A-Z2-7]{55})" + _E), 1),
+    ("secret.instagram-token", "high", re.compile(_B + r"(IGQVJ[A-Za-z0-9_\-]{100,})" + _E), 1),
+    ("secret.ntlm-auth-message", "high", re.compile(_B + r"(TlRMTVNTUAAD[A-Za-z0-9+/]{40,}={0,2})"), 1),
+    ("secret.postmark-token", "high", re.compile(r"(?i:postmark)[\w\-]*[\"']?[ \t]*[:=][ \t]*[\"']?"
+                                                 r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![\w\-])"), 1),
 ]
 
 # Cheap substring gates: a provider rule runs only when one of its literal
@@ -167,6 +190,15 @@ PROVIDER_GATES: dict[str, tuple[str, ...]] = {
     "secret.docker-swarm-token": ("SWMTKN-",),
     "secret.akamai-token": ("akab-",),
     "secret.wundergraph-key": ("cosmo_",),
+    "secret.newrelic-key": ("NRAA-", "NRII-", "NRIQ-", "NRJS-"),
+    "secret.thingsboard-token": ("/api/v1/",),
+    "secret.kubernetes-bootstrap-token": ("token", "TOKEN", "Token"),
+    "secret.vault-unseal-key": ("Unseal", "unseal", "UNSEAL"),
+    "secret.postmark-token": ("postmark", "Postmark", "POSTMARK"),
+    "secret.mailgun-key": ("key-",),
+    "secret.nats-nkey-seed": ("SUA", "SAA", "SOA", "SNA"),
+    "secret.instagram-token": ("IGQVJ",),
+    "secret.ntlm-auth-message": ("TlRMTVNTUAAD",),
 }
 
 # Provider shapes as detect-secrets (Apache-2.0) defines them, without an entropy check: its
@@ -220,9 +252,13 @@ _FOLDS_TO_ASCII = ("ı", "ſ")
 
 
 _LOOSE_CHARSET = frozenset({"secret.supabase-token", "secret.wundergraph-key", "secret.docker-swarm-token", "secret.vault-token", "secret.mailchimp-key", "secret.telegram-bot-token", "secret.twilio-key", "secret.nuget-api-key",
-                            "secret.newrelic-license-key"})
+                            "secret.newrelic-license-key", "secret.newrelic-key", "secret.thingsboard-token",
+                            "secret.kubernetes-bootstrap-token", "secret.mailgun-key", "secret.nats-nkey-seed"})
 
 
+# loose-charset shapes whose typed dummies the generic rules must not re-report either
+_DUMMY_OWNED = frozenset({"secret.newrelic-key", "secret.thingsboard-token", "secret.kubernetes-bootstrap-token", "secret.mailgun-key",
+                          "secret.nats-nkey-seed"})
 _UNDERSCORE_PREFIXED = frozenset({"secret.supabase-token", "secret.wundergraph-key"})
 
 
@@ -247,12 +283,20 @@ def _template_body(rule: str, tok: str) -> str:
 
 _DISCORD_GATE = re.compile(r"\.[A-Za-z\d_\-]{6}\.")  # id.timestamp.hmac: two dots six characters apart
 _ALL_GATES = frozenset(x for gates in PROVIDER_GATES.values() for x in gates)
+# needles of single-line rules (on the text as it is), found in the same automaton pass; scan_text
+# records their presence in the per-text needle memo that _on_lines reads
+_CRED_CALL_NEEDLES = ("DirectoryEntry", "NetworkCredential", "PasswordAuthentication", "UsernamePasswordCredentials",
+                      "BasicAuth", "DigestAuth", "login(", "login (", "simple_bind", "auth=", "auth =")
+_PAT_NEEDLES = tuple(k + c for k in ("pat", "PAT", "Pat") for c in ("=", ":", " ", "\"", "'", "`", "]"))
+_HASH_NEEDLES = ("$1$", "$2", "$5$", "$6$", "$apr1$", "$8$", "$9$", "$7$", "$y$", "$argon2")
+_ENV_NEEDLES = ("getenv", "environ.get", "env.get", "process.env", "ENV.fetch", "ENV[")
+_EXTRA_NEEDLES = frozenset(_CRED_CALL_NEEDLES + _PAT_NEEDLES + _HASH_NEEDLES + _ENV_NEEDLES + (" login ", "#define", "%define", "'*", '"*'))
 _SHORT_GATES = frozenset(x for x in _ALL_GATES if len(x) == 1)  # ":", "|": tested with `in`, not reported at every occurrence
 try:  # the gates present in a text, found in one C pass (pyahocorasick) instead of one `in` test per gate
     import ahocorasick as _ahocorasick
 
     _GATE_AUTOMATON = _ahocorasick.Automaton()
-    for _g in sorted(_ALL_GATES - _SHORT_GATES):
+    for _g in sorted((_ALL_GATES - _SHORT_GATES) | _EXTRA_NEEDLES):
         _GATE_AUTOMATON.add_word(_g, _g)
     _GATE_AUTOMATON.make_automaton()
 except ImportError:  # pragma: no cover - the dependency is declared
@@ -262,7 +306,7 @@ except ImportError:  # pragma: no cover - the dependency is declared
 def _present_gates(text: str) -> set[str]:
     """The provider gate strings that occur in ``text`` (``{x for x in _ALL_GATES if x in text}``)."""
     if _GATE_AUTOMATON is None:
-        return {x for x in _ALL_GATES if x in text}
+        return {x for x in _ALL_GATES | _EXTRA_NEEDLES if x in text}
     present = {g for _, g in _GATE_AUTOMATON.iter(text)}
     present.update(x for x in _SHORT_GATES if x in text)
     return present
@@ -273,14 +317,15 @@ PRIVATE_KEY = re.compile(
 # the signature may be empty or absent (alg "none"; detect-secrets reads those too): then the
 # payload must decode to a JSON object as well
 JWT = re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]{8,}|\.?(?![A-Za-z0-9_\-])))")
-URL_CRED = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://([^\s:/@'\"<>]{1,64}):([^\s/@'\"<>]{2,128})@[\w.\-]+")
+URL_CRED = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://([^\s:/@'\"<>]{1,64}|[\w.+\-]{1,64}@[\w\-]+(?:\.[\w\-]+)+):"
+                      r"([^\s/@'\"<>]{2,128})@[\w.\-]+")
 # user:pass@host without a scheme (mysql -u admin:pw@db.internal, proxy settings): not an e-mail
 BARE_CRED = re.compile(r"(?<![\w.%/:@\-])([A-Za-z0-9._%\-]{1,64}):([^\s:/@'\"<>`]{6,128})@"
                        r"(?:[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+|localhost)(?![\w\-])")
 NOT_A_USER = frozenset({"mailto", "email", "e-mail", "mail", "re", "fw", "fwd", "to", "from", "cc", "bcc", "contact",
                         "reply-to", "sender", "author", "maintainer", "owner", "by", "at", "user", "login", "id"})
 # SQL: CREATE/ALTER USER … IDENTIFIED BY pw; libcurl CURLOPT_(PROXY)USERPWD "user:pw"; curl --oauth2-bearer
-SQL_PW = re.compile(r"(?i)\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,120}?\bidentified\s+by\s+(?:password\s+)?"
+SQL_PW = re.compile(r"(?i)\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,120}?\bidentified\s+(?:with\s+['\"`]?\w+['\"`]?\s+)?by\s+(?:password\s+)?"
                     r"(['\"]?)([^\s'\";]{4,128})\1"
                     r"|\b(?:create|alter)\s+(?:user|role)\b[^;\n]{0,120}?\bpassword\s+(['\"]?)(?!(?:null|expire|lock|unlock|reuse|history|require|default|valid|verify)\b)([^\s'\";]{4,128})\3")
 CURLOPT_PW = re.compile(r"CURLOPT_(?:PROXY)?USERPWD\s*,\s*\"[^\":\s]*:([^\"\s]{4,128})\"|CURLOPT_(?:PROXY)?PASSWORD\s*,\s*\"([^\"\s]{4,128})\"")
@@ -301,7 +346,7 @@ _ZH_KEYS = r"(?:密码|口令|密钥|秘钥|令牌|私钥|授权码|访问密钥
 ASSIGN = re.compile(
     r"(?P<key>[\w.\-\[\]]{0,64}" + _KEYWORDS + r"[\w.\-]{0,64}|[\w]{0,8}" + _ZH_KEYS + r"[\w]{0,8})(?P<kq>[\"'`]?\]?)(?:\[\])?\s*"
     r"(?P<op>:=|=>|->|===|!==|==|!=|=|:|：|\s(?=[@]?[\"'`]))\s*@?"
-    r"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\n]{1,200}?)(?P=q)"
+    r"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\n]{1,200}?|(?:(?!(?P=q))[^\n]){1,200}?)(?P=q)"
     r"|(?P<uv>[^\s,;\"'`\n()](?:[^\s,;\"'`\n()]|,(?=[^\s,;\"'`\n()])){0,199}(?:[ ][^\s,;\"'`\n]+){0,6}))",
     re.I)
 # the same for a key around a Chinese keyword hit (tried first there: CJK letters are \w, and the
@@ -335,13 +380,49 @@ CLI_OPTION = re.compile(r"(?i)-(?:(?<=^-)|(?<=[^\w-]-))-?(?P<key>[\w-]{0,30}(?:p
 MYSQL_P = re.compile(r"\bmysql(?:dump|admin|import|sh|check)?\b[^\n]{0,200}?\s-p(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
 PSEXEC_P = re.compile(r"(?i)\bpsexec(?:64)?(?:\.exe)?\b[^\n]{0,200}?\s-p\s+(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
 NETRC = re.compile(r"(?i)\bmachine\s+\S+\s+(?:login\s+\S+\s+)?password\s+(?P<v>\S{4,128})")
+# credentials handed positionally to a known authentication API: (call name, index of the
+# password among the arguments). DirectoryEntry(path, user, password), NetworkCredential(user,
+# password[, domain]), PasswordAuthentication(user, "pw".toCharArray()), HTTPBasicAuth(user, pw),
+# smtplib/ftplib/imaplib .login(user, pw), ldap simple_bind(_s)(dn, pw), requests auth=(user, pw)
+CRED_CALLS = {"directoryentry": 2, "networkcredential": 1, "passwordauthentication": 1, "usernamepasswordcredentials": 1,
+              "httpbasicauth": 1, "httpdigestauth": 1, "basicauth": 1, "login": 1, "simple_bind": 1, "simple_bind_s": 1,
+              "auth": 1, "basic_auth": 1, "http_auth": 1}
+CRED_CALL = re.compile(r"(?i)(?:\bnew\s+(?:[\w.]+\.)?|(?<![\w$])(?:[\w.]+\.)?)(?P<fn>DirectoryEntry|NetworkCredential|PasswordAuthentication"
+                       r"|UsernamePasswordCredentials|HTTPBasicAuth|HTTPDigestAuth|BasicAuth)\s*\(|(?<=\.)(?P<fn2>login|simple_bind(?:_s)?)\s*\("
+                       r"|(?<![\w$])(?P<fn3>auth|basic_auth|http_auth)\s*=\s*[(\[]")
+_ARG = re.compile(r"\s*(?:(?P<q>[\"'])(?P<s>[^\"'\n]{0,200})(?P=q)(?:\.toCharArray\(\))?|[^,()\[\]\n\"']+(?:\([^()\n]*\))?)\s*(?P<sep>,|[)\]])")
+# "the default password is 'blooberry'", "the password for user 'postgres' is 'admin'": a quoted
+# value after "password … is / was / to" in prose (the quotes are the evidence; bare words are not read)
+PROSE_PW = re.compile(r"(?i)\bpass(?:word|phrase)\b[^\n.!?;:=]{0,60}?\s(?:is|was|to|remains)\s+(?:set\s+to\s+|still\s+|now\s+)?"
+                      r"(?P<q>[\"'`“‘])(?P<v>[^\"'`\s“”‘’]{4,64})[\"'`”’]")
+# personal access tokens under a "pat" name (ado_pat, GITHUB_PAT, AZURE_DEVOPS_EXT_PAT): "pat" is too
+# short for the keyword list, so the value must look generated (token characters, ≥ 20, digits and letters)
+PAT_ASSIGN = re.compile(r"(?i)(?<![A-Za-z])pat[\"'`]?\]?[ \t]*(?::=|=>|=|:)[ \t]*(?P<q>[\"'`]?)"
+                        r"(?P<v>[A-Za-z0-9_\-]{20,200})(?P=q)(?![A-Za-z0-9_\-])")
+# docker / podman / helm registry login -p <password>
+REGISTRY_LOGIN_P = re.compile(r"\b(?:docker|podman|buildah|skopeo|nerdctl|oras|helm\s+registry)\s+login\b[^\n]{0,200}?\s-p[ \t]+"
+                              r"(?P<q>[\"']?)(?P<v>[^\s\"'<>|;&]{4,128})(?P=q)(?!\S)")
+# MySQL 4.1+ password hashes (mysql_native_password: "*" + 40 upper-case hex), after AS / PASSWORD
+MYSQL_HASH = re.compile(r"(?i)\b(?:as|password)\s*\(?\s*['\"](\*[0-9A-F]{40})['\"]")
+# C / RPM macros: #define PASSWORD "v", %define token v (the macro name holds the keyword)
+DEFINE = re.compile(r"(?<![\w#%])[#%]define[ \t]+(?P<key>(?<![\w])[\w]{0,40}" + _KEYWORDS + r"[\w]{0,40})[ \t]+(?P<q>\\?[\"']?)(?P<v>[^\s\"'\\]{4,200})(?P=q)(?=[ \t]*(?:$|\n|[\"']))", re.I)
+# an environment look-up with a literal fallback: getenv("K", "v"), os.environ.get("K", "v"), … or "v"
+ENV_DEFAULT = re.compile(r"(?i)(?<![\w.])(?P<key>[\w.]{0,40}" + _KEYWORDS + r"[\w]{0,40})\s*(?::=|=)\s*(?:os\.)?(?:environ\.get|getenv|env\.get|process\.env\.\w+\s*\|\||System\.getenv|ENV\.fetch)"
+                         r"\s*\(?\s*[\"'][^\"'\n]{1,60}[\"']\s*(?:,\s*|\)\s*(?:or|\|\||\?\?)\s*)(?P<q>[\"'])(?P<v>[^\"'\s]{4,200})(?P=q)")
+# PowerShell: ConvertTo-SecureString "plain" -AsPlainText -Force (the plain-text password on the line)
+SECURESTRING = re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?(?:(?:-AsPlainText|-Force)\s+)*(?P<q>\\?[\"']?)(?P<v>[^\s\"'\\|;)]{4,200})(?P=q)(?=[\s)|;\"']|$)")
 # crypt(3) password hashes: md5-crypt, bcrypt, sha256/sha512-crypt (crackable offline: reported medium)
 PASSWORD_HASH = re.compile(r"(?<![\w$])(\$1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}"
-                           r"|\$[56]\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$(?:[./A-Za-z0-9]{86}|[./A-Za-z0-9]{43}))(?![\w./])")
+                           r"|\$[56]\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$(?:[./A-Za-z0-9]{86}|[./A-Za-z0-9]{43})"
+                           # Apache apr1 (md5), Cisco type 8 (PBKDF2) / 9 (scrypt), scrypt $7$, yescrypt $y$,
+                           # Argon2 PHC strings (the same families Nosey Parker's pwhash rules and hashcat name)
+                           r"|\$apr1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}|\$[89]\$[./A-Za-z0-9]{14}\$[./A-Za-z0-9]{43}"
+                           r"|\$7\$[./A-Za-z0-9]{11,}\$[./A-Za-z0-9]{43}|\$y\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{1,86}\$[./A-Za-z0-9]{43}"
+                           r"|\$argon2(?:id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{11,64}\$[A-Za-z0-9+/]{16,128})(?![\w./])")
 # "Secret Key: AIhq5Xyb1Gga9Q3", "API token = …": a two-word label in prose; the value must look generated
-LABEL_PAIR = re.compile(r"(?i)(?<![\w-])(?P<key>(?:secret|api|access|auth|client|private|master|root)[ ](?:key|token|secret|password)"
+LABEL_PAIR = re.compile(r"(?i)(?<![\w-])(?P<key>(?:secret|api|access|auth|authentication|encryption|signing|client|private|master|root)[ ](?:key|token|secret|password)"
                         r"|pass[ ]?phrase)[ \t]*[:=][ \t]*(?P<v>[A-Za-z0-9+/=_\-.~!@#%^&*]{8,200})(?![^\s,;])")
-LABEL_FIND = re.compile(r"(?<![\w-])(?:(?:secret|api|access|auth|client|private|master|root) (?:key|token|secret|password)|pass ?phrase)")
+LABEL_FIND = re.compile(r"(?<![\w-])(?:(?:secret|api|access|auth|authentication|encryption|signing|client|private|master|root) (?:key|token|secret|password)|pass ?phrase)")
 # a PEM private key written as base64 (Kubernetes secrets, JSON configs): "LS0tLS1CRUdJTi" is "-----BEGIN"
 B64_PEM = re.compile(r"(?<![A-Za-z0-9+/])(LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}={0,2})")
 _WORD_PASSWORDS = frozenset({"password", "passwd", "secret", "pass", "pwd"})  # user:secret@host — a password all the same
@@ -384,22 +465,33 @@ _REL_PATH = re.compile(r"^(?:\.{1,2}/|~/|/(?:bin|etc|home|opt|tmp|usr|var|run)/)
 _SSH_PUBLIC = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$")
 # values that name or build a secret rather than hold one: $VAR… (detect-secrets' dollar-prefix
 # filter), paths and routes of two or more segments, ARNs, CSS selectors, string concatenation
-_REFERENCE_VALUE = re.compile(r"^(?:\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$)")
+_REFERENCE_VALUE = re.compile(r"^(?:\\?\$|#\{|arn:|[\w.]+[\[(]$|[#.][A-Za-z][\w\-]*$|\+|.*\+\s*$|\.\s*\$|ENC\(|AQICAH|Ag[A-D][A-Za-z0-9+/]{150}"
+                              # a PowerShell cmdlet call: $pw = ConvertTo-SecureString $plain …, Read-Host …
+                              r"|(?:Get|Set|New|Read|Import|Export|Invoke|Select|ConvertTo|ConvertFrom|Out)-[A-Z][A-Za-z]+(?:\s|$))")
+# a regular expression describing the shape ([a-z0-9]{6}, \d+, [A-Za-z0-9_-]): documentation of a format
+_REGEX_VALUE = re.compile(r"\[(?:\^)?[A-Za-z0-9]-[A-Za-z0-9][^\]]*\](?:[{*+?]|$)|\\[dws][+*{]")
 _PATHISH = re.compile(r"^/?[\w\-.@]+(?:/[\w\-.@]+)+(?:#[\w\-]*)?/?$")
 
 
 def _reference(val: str) -> bool:
     """A value that names or builds a secret: see _REFERENCE_VALUE; or a path / route whose
     segments are short (a base64 secret with a "/" has a long one)."""
-    if _REFERENCE_VALUE.match(val):
+    if _REFERENCE_VALUE.match(val) or _REGEX_VALUE.search(val):
         return True
-    return bool(_PATHISH.match(val)) and max(len(x) for x in val.strip("/").split("/")) <= 24
+    if not _PATHISH.match(val) or max(len(x) for x in val.strip("/").split("/")) > 24:
+        return False
+    core = val.replace("/", "")  # VnpmUG…/…: a base64 secret holding "/" has mixed-case random segments
+    return not (len(core) >= 20 and re.search(r"[a-z]", core) and re.search(r"[A-Z]", core) and re.search(r"\d", core)
+                and shannon(core) >= 4.0 and not _wordy(core) and "." not in val)
 
 
+# key names under which a UUID is a credential (and, within them, names of identifiers)
+_UUID_SECRET_KEY = re.compile(r"(?i)token|secret|passw|pwd|api[_\-.]?key|auth[_\-.]?key|access[_\-.]?key")
+_UUID_ID_KEY = re.compile(r"(?i)(?:^|[_\-.])(?:id|uuid|guid)(?:$|[_\-.\"'])|(?:token|key|secret)[_\-.]?(?:id|name|type|uuid)\b|[a-z]Id\b")
 _HEX_LITERAL = re.compile(r"(?i)^0x[0-9a-f]+$")  # a number (mask, flag), not a secret
 _PROSE = re.compile(r"^[A-Za-z][a-z]*(?: [a-z]+[,.]?){2,}$")  # "This is a query parameter": a sentence
 _NEGATED_KEY = re.compile(r"(?i)^(?:not|no|non|is|has|use|enable|disable)[_\-]")
-_AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey", "ssws")
+_AUTH_SCHEMES = ("basic", "bearer", "token", "digest", "negotiate", "apikey", "ssws", "ntlm")
 _SLUG = re.compile(r"[a-z]{3,}(?:[\-_][a-z]{3,})+")
 
 
@@ -429,6 +521,16 @@ def _wordy(v: str) -> bool:
     covered = sum(len(m.group()) for m in _WORDY.finditer(v) if re.search(r"[aeiouy]", m.group(), re.I)
                   and not v[m.start() - 1:m.start()].isdigit() and not v[m.end():m.end() + 1].isdigit())
     return covered >= 0.6 * len(v)
+
+
+def _typed_interleaved(v: str) -> bool:
+    """Letters (or digits) that read as the alphabet or a count once the other class is taken out,
+    forwards or backwards (a1B2c3D4…, X9y8Z7w6…): typed by a person, not generated."""
+    letters = re.sub(r"[^a-z]", "", v.lower())
+    digits = re.sub(r"\D", "", v)
+    rev = _ALPHA[::-1]
+    return (any(letters[i:i + 8] in _ALPHA or letters[i:i + 8] in rev for i in range(len(letters) - 7))
+            or any(r in digits for r in ("12345678", "98765432")))
 
 
 def _periodic(v: str) -> bool:
@@ -515,6 +617,8 @@ def _on_lines(pat: re.Pattern, text: str, needles: tuple[str, ...], hay: str | N
         return
     spans = set()
     for x in needles:
+        if memo is not None and not memo.get((x, hay is text), True):
+            continue  # known absent: no search of the whole text for it
         i = hay.find(x)
         while i >= 0:
             ls = hay.rfind("\n", 0, i) + 1
@@ -640,15 +744,22 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             add("secret.private-key", "high", m.start(1), m.end(1), "private key block (base64-encoded PEM)")
     rejected: list[tuple[int, int]] = []  # provider-shaped values judged to be dummies
     present = _present_gates(text)
+    for x in _EXTRA_NEEDLES:
+        memo[(x, True)] = x in present
     if _DISCORD_GATE.search(text):
         present.add(".x.")
     for rule, sev, pat, g in PROVIDERS:
         gates = PROVIDER_GATES.get(rule)
         if gates is not None and present.isdisjoint(gates):
             continue
-        for m in _provider_matches(pat, text, gates if len(text) > _WHOLE_TEXT_MAX else None):
+        long_text = len(text) > _WHOLE_TEXT_MAX
+        for m in _provider_matches(pat, text, tuple(x for x in gates if x in present) if long_text and gates else None):
             tok = m.group(g)
-            if _placeholder(tok[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3:
+            if rule == "secret.ntlm-auth-message":  # zero bytes of the message are "AAAA" runs: no placeholder test
+                if len(set(tok[12:])) < 16 or _alpha_run(tok):
+                    rejected.append((m.start(g), m.end(g)))
+                    continue
+            elif _placeholder(tok[4:]) or "EXAMPLE" in tok or len(set(tok[-16:])) <= 3:
                 rejected.append((m.start(g), m.end(g)))
                 continue
             if rule == "secret.slack-token":
@@ -660,7 +771,11 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     tok.split(":")[-1] if rule == "secret.telegram-bot-token" else tok[:32] if rule == "secret.mailchimp-key"
                     else tok[:36] if rule == "secret.newrelic-license-key" else tok[3:] if rule == "secret.nuget-api-key"
                     else tok.split(".", 1)[1] if rule == "secret.vault-token" else tok.split("_")[-1] if rule in _UNDERSCORE_PREFIXED
-                    else tok[9:] if rule == "secret.docker-swarm-token" else tok[2:]):
+                    else tok[9:] if rule == "secret.docker-swarm-token" else tok[5:] if rule == "secret.newrelic-key"
+                    else tok.replace(".", "") if rule == "secret.kubernetes-bootstrap-token"
+                    else tok if rule == "secret.thingsboard-token" else tok[4:] if rule == "secret.mailgun-key" else tok[2:]):
+                if rule in _DUMMY_OWNED:
+                    rejected.append((m.start(g), m.end(g)))  # a typed dummy of this shape (abcdef.0123456789abcdef)
                 continue
             add(rule, sev, m.start(g), m.end(g), rule.split(".", 1)[1].replace("-", " "))
     # U+0130 is the one character whose lower case is two characters long
@@ -787,6 +902,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         start = m.start("qv") if quoted else m.start("uv")
         if quoted and m.group("q") == "`" and (" " in val or val.startswith("$")):
             continue  # `command substitution`
+        if quoted and any(c in val for c in "\"'`") and (
+                " " in val or re.search(r"[\"'`]\$", val)):
+            continue  # "can't be blank": prose holding the other quote; "'$VAR'": shell quoting around a variable
         if key.lower().endswith("authorization"):
             parts = val.split(" ")
             if parts[0].lower() in _AUTH_SCHEMES:
@@ -826,6 +944,12 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 continue  # password: !vault |, token: !Ref Param; pass: ./scripts/pass.sh
             if val.split(" ")[0].lower() == re.split(r"[.\[]", key)[-1].lower().strip("\"'`]"):
                 continue  # pass = pass + 1, token = token.strip(): the variable itself
+        if UUID.match(val) and "-" in val and _UUID_SECRET_KEY.search(key) and not _UUID_ID_KEY.search(key):
+            # a UUID under a token/secret/password name is the credential (Heroku, Postmark, Jenkins,
+            # legacy npm tokens), not an identifier; typed ones (0000…, 1234…) stay out
+            if not _placeholder(val) and not _periodic(val.replace("-", "")) and len(set(val)) >= 8:
+                add("secret.password-assignment", "high", start, start + len(val), f"UUID-shaped credential assigned to {key[:30]}")
+            continue
         if not _token_value_ok(key, val):
             continue  # token / access_key / credentials: gitleaks' generic floor
         if _reference(val) or _HEX_LITERAL.match(val):
@@ -860,9 +984,14 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                     vs = m.start("v") + m.group("v").index(val)
                     add("secret.password-assignment", "high", vs, vs + len(val), f"value of {key[:30]}")
     for pat, needles, what in ((CLI_OPTION, ("-",), "command-line option"), (MYSQL_P, ("mysql",), "mysql -p option"), (PSEXEC_P, ("psexec", "PsExec", "PSEXEC"), "psexec -p option"),
+                               (REGISTRY_LOGIN_P, (" login ",), "registry login -p option"),
                                (NETRC, ("machine",), ".netrc entry")):
         for m in _on_lines(pat, text, needles, memo=memo):
             val = m.group("v")
+            if (pat is CLI_OPTION and UUID.match(val) and "-" in val and _UUID_SECRET_KEY.search(m.group("key"))
+                    and not _UUID_ID_KEY.search(m.group("key")) and not _placeholder(val) and len(set(val)) >= 8):
+                add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"UUID-shaped credential in a {what}")
+                continue
             if val.startswith(("-", "$", "<", "{", "%", "/", "~", ".")) or not _value_ok(val, quoted=True):
                 continue
             if pat is CLI_OPTION and (_NOT_VALUE_KEY.search(m.group("key")) or _NEGATED_KEY.match(m.group("key"))
@@ -871,8 +1000,47 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                                       or not (re.search(r"\d|[^\w]", val) or (val != val.lower() and val != val.upper()))):
                 continue
             add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
-    for m in _on_lines(PASSWORD_HASH, text, ("$1$", "$2", "$5$", "$6$"), memo=memo):
+    for m in _on_lines(PASSWORD_HASH, text, _HASH_NEEDLES, memo=memo):
         add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (crypt)")
+    for m in _on_lines(MYSQL_HASH, text, ("'*", '"*'), memo=memo):
+        if len(set(m.group(1))) > 8:
+            add("secret.password-hash", "medium", m.start(1), m.end(1), "password hash (mysql_native_password)")
+    for pat, needles, what in ((DEFINE, ("#define", "%define"), "macro definition"), (ENV_DEFAULT, _ENV_NEEDLES, "fallback of an environment look-up"),
+                               (SECURESTRING, ("SecureString", "securestring"), "ConvertTo-SecureString plain text")):
+        for m in _on_lines(pat, text, needles, low if pat is SECURESTRING else None, memo=memo):
+            val = m.group("v")
+            key = m.group("key") if pat is not SECURESTRING else "password"
+            if (pat is SECURESTRING and val.lower().startswith(("-asplaintext", "-force", "-string"))) or _reference(val) or _HEX_LITERAL.match(val):
+                continue
+            if _value_ok(val, quoted=True) and not CODE_REF.match(val) and _token_value_ok(key, val) and not _NOT_VALUE_KEY.search(key):
+                add("secret.password-assignment", "high", m.start("v"), m.end("v"), f"password in a {what}")
+    if len(low) == len(text):
+        for m in _on_lines(CRED_CALL, text, _CRED_CALL_NEEDLES, memo=memo):
+            fn = (m.group("fn") or m.group("fn2") or m.group("fn3")).lower()
+            want, pos, i = CRED_CALLS[fn], m.end(), 0
+            while i <= want:
+                a = _ARG.match(text, pos)
+                if a is None:
+                    break
+                if i == want:
+                    val = a.group("s")
+                    if (val is not None and _value_ok(val, quoted=True) and not _reference(val)
+                            and not val.startswith(("$", "{", "<", "%")) and " " not in val):
+                        add("secret.password-assignment", "high", a.start("s"), a.end("s"), f"password passed to {fn}()")
+                    break
+                if a.group("sep") != ",":
+                    break
+                pos, i = a.end(), i + 1
+    for m in _on_lines(PAT_ASSIGN, text, _PAT_NEEDLES, memo=memo):
+        val = m.group("v")
+        if (re.search(r"\d", val) and re.search(r"[A-Za-z]", val) and shannon(val) >= 3.5 and _value_ok(val, quoted=True)
+                and not _wordy(val) and not _alpha_run(val) and not _periodic(val)):
+            add("secret.password-assignment", "high", m.start("v"), m.end("v"), "personal access token (pat)")
+    if "pass" in low:
+        for m in _on_lines(PROSE_PW, text, ("password", "passphrase"), low, memo=memo):
+            val = m.group("v")
+            if _value_ok(val, quoted=True) and not _reference(val) and not CODE_REF.match(val) and val.lower() not in _WORD_PASSWORDS:
+                add("secret.password-assignment", "high", m.start("v"), m.end("v"), "password stated in prose")
     for lm in (LABEL_FIND.finditer(low) if len(low) == len(text) else ()):
         m = LABEL_PAIR.match(text, lm.start())
         if m is None:
@@ -921,7 +1089,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue  # first segment of a dotted compound (host name, malformed JWT/Discord token)
         if PROVIDER_PREFIX.match(tok):
             continue  # a provider's shape that its own rule did not accept (wrong length or charset)
-        if tok.startswith(("pk_live_", "pk_test_")) or _alpha_run(core) or _wordy(core) or in_public_block(s):
+        if tok.startswith(("pk_live_", "pk_test_")) or _alpha_run(core) or _wordy(core) or in_public_block(s) or _typed_interleaved(core):
             continue  # Stripe publishable key (public by design); typed dummy; identifier; public key / certificate
         if HASH_CONTEXT.search(text[max(0, s - 30):s]) or _SSH_PUBLIC.search(text[max(0, s - 40):s]):
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from array import array
 from itertools import compress
 
 from .required import required_literals
@@ -176,12 +177,13 @@ class PatternSet:
         cache[key] = ids
         return ids
 
-    def _word_candidates(self, text: str) -> list[list[int]]:
-        """Positions per pattern (index-aligned) where a word start holds one of its prefixes."""
+    def _word_candidates(self, text: str) -> list[array]:
+        """Positions per pattern (index-aligned) where a word start holds one of its prefixes
+        (arrays of ints: no int object per position of a large text)."""
         if self.shared_scan is not None:
             scan, k = self.shared_scan
             return scan.candidates(text, k)
-        cands: list[list[int]] = [[] for _ in self.patterns]
+        cands: list[array] = [array("q") for _ in self.patterns]
         lens, cache = self._word_lens, self._wcache
         width = lens[0]
         get = cache.get
@@ -200,7 +202,7 @@ class PatternSet:
         n = len(self.patterns)
         out: list[list[re.Match]] = [[] for _ in range(n)]
         cands = self._word_candidates(text) if self.word else None
-        ccands: dict[int, list[int]] = {}
+        ccands: dict[int, array] = {}
         if self.char:
             lens, cache = self._char_lens, self._ccache
             width = lens[0]
@@ -212,7 +214,10 @@ class PatternSet:
                 if ids is None:
                     ids = self._ids(key, self.char, lens, cache)
                 for i in ids:
-                    ccands.setdefault(i, []).append(p)
+                    got = ccands.get(i)
+                    if got is None:
+                        got = ccands[i] = array("q")
+                    got.append(p)
         # only the patterns with a candidate position (or none to look for) are visited
         live = set(compress(range(n), cands)) if cands is not None else set()
         live.update(ccands)

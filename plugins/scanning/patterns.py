@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 from array import array
 from itertools import compress
@@ -233,11 +234,11 @@ class PatternSet:
                 continue
             ps = cands[i] if cands is not None else ()
             if i in ccands:
-                ps = ps + ccands[i] if ps else ccands[i]
-            if not ps:
+                # prefixes from both scans: merge (each scan alone is ordered); a position found by
+                # both is tried twice, which finds nothing new (see ``last`` below)
+                ps = heapq.merge(ps, ccands[i]) if ps else ccands[i]
+            elif not ps:
                 continue
-            if i in self._mixed and len(ps) > 1:
-                ps = sorted(set(ps))  # prefixes from both scans: merge (each scan alone is ordered)
             last = -1
             res = out[i]
             match = pat.match

@@ -36,6 +36,7 @@ __all__ = ["TOKEN", "Model", "load", "load_zh", "tokens", "features", "token_ind
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 MIN_DISTINCT = 0.2  # a window with fewer distinct tokens than this share of its length is not scored
 MIN_KNOWN = 0.4  # nor a window where fewer tokens than this share have a weight (another language)
+SMALL_TOKENS = 20_000  # above this many tokens the per-token sums are arrays, not lists (issue 12)
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "injection-model-en.json"
 MODEL_FILE_ZH = Path(__file__).resolve().parent / "data" / "injection-model-zh.json"
 ZH_TOKEN = r"[\u4e00-\u9fff]|[a-z0-9]+"  # the Chinese model's tokens: Han characters, ASCII words
@@ -140,6 +141,7 @@ class Model:
         n = len(toks)
         if n < self.min_tokens:
             return
+        small = n <= SMALL_TOKENS
         spans = self._iter_spans(n)
         if self.gate:
             gate = self.gate
@@ -148,16 +150,23 @@ class Model:
             opened = self.gate_flags(toks)
             for i in open_at:
                 opened[min(i, n - 1)] = True
-            gpre = array("q", [0])
-            gpre.extend(accumulate(opened))
+            if small:
+                gpre = [0, *accumulate(opened)]
+            else:
+                gpre = array("q", [0])
+                gpre.extend(accumulate(opened))
             del opened
             spans = ((s, e) for s, e in spans if gpre[e] > gpre[s])
         # a window in another language (Malay, Malayalam …) is mostly words the model never saw: its
         # score rests on a few shared tokens, so it is not scored (English jailbreaks: ≥ 59% known)
-        kpre = array("q", [0])
-        kpre.extend(accumulate(map(self.weights.__contains__, toks)))
-        pre = array("d", [0.0])
-        pre.extend(accumulate(self._weights_array(toks)))
+        if small:  # a few thousand tokens: lists are quicker to make
+            kpre = [0, *accumulate(map(self.weights.__contains__, toks))]
+            pre = [0.0, *accumulate(self.token_weights(toks))]
+        else:
+            kpre = array("q", [0])
+            kpre.extend(accumulate(map(self.weights.__contains__, toks)))
+            pre = array("d", [0.0])
+            pre.extend(accumulate(self._weights_array(toks)))
         bias, exp, sqrt = self.bias, math.exp, math.sqrt
         for s, e in spans:
             if kpre[e] - kpre[s] < MIN_KNOWN * (e - s):
@@ -247,7 +256,10 @@ def _chunked_tokens(text: str, rx: re.Pattern = TOKEN) -> tuple[list[str], list[
             j = m.start() if m else n
         chunks.append((i, j, len(toks)))
         part = rx.findall(text, i, j)
-        toks += map(one, part, part)
+        if len(chunks) == 1 and j >= n:  # the whole text in one chunk: its tokens die with the list
+            toks = part
+        else:
+            toks += map(one, part, part)
         del part
         i = j if j > i else n
     return toks, chunks

@@ -9,6 +9,14 @@ from itertools import compress
 
 from .required import required_literals
 
+# above this many characters, candidate positions are kept in arrays of ints (no int object per
+# position of a large text, issue 12); below it in lists, which are quicker to make
+_ARRAY_MIN = 100_000
+
+
+def _list(_typecode: str) -> list:
+    return []
+
 __all__ = ['PatternSet', 'chunks', 'exact_anchors', 'literal_anchors', 'may_match']
 
 # --------------------------------------------------------------------------
@@ -178,13 +186,14 @@ class PatternSet:
         cache[key] = ids
         return ids
 
-    def _word_candidates(self, text: str) -> list[array]:
+    def _word_candidates(self, text: str) -> list:
         """Positions per pattern (index-aligned) where a word start holds one of its prefixes
-        (arrays of ints: no int object per position of a large text)."""
+        (for a large text arrays of ints: no int object per position)."""
         if self.shared_scan is not None:
             scan, k = self.shared_scan
             return scan.candidates(text, k)
-        cands: list[array] = [array("q") for _ in self.patterns]
+        seq = array if len(text) > _ARRAY_MIN else _list
+        cands: list = [seq("q") for _ in self.patterns]
         lens, cache = self._word_lens, self._wcache
         width = lens[0]
         get = cache.get
@@ -203,7 +212,8 @@ class PatternSet:
         n = len(self.patterns)
         out: list[list[re.Match]] = [[] for _ in range(n)]
         cands = self._word_candidates(text) if self.word else None
-        ccands: dict[int, array] = {}
+        ccands: dict[int, list[int] | array] = {}
+        seq = array if len(text) > _ARRAY_MIN else _list
         if self.char:
             lens, cache = self._char_lens, self._ccache
             width = lens[0]
@@ -217,7 +227,7 @@ class PatternSet:
                 for i in ids:
                     got = ccands.get(i)
                     if got is None:
-                        got = ccands[i] = array("q")
+                        got = ccands[i] = seq("q")
                     got.append(p)
         # only the patterns with a candidate position (or none to look for) are visited
         live = set(compress(range(n), cands)) if cands is not None else set()
@@ -234,9 +244,14 @@ class PatternSet:
                 continue
             ps = cands[i] if cands is not None else ()
             if i in ccands:
-                # prefixes from both scans: merge (each scan alone is ordered); a position found by
-                # both is tried twice, which finds nothing new (see ``last`` below)
-                ps = heapq.merge(ps, ccands[i]) if ps else ccands[i]
+                if not ps:
+                    ps = ccands[i]
+                elif type(ps) is list:  # a small text: prefixes from both scans, merged
+                    ps = sorted(set(ps + ccands[i]))
+                else:
+                    # a large one: merged lazily (each scan alone is ordered); a position found by
+                    # both is tried twice, which finds nothing new (see ``last`` below)
+                    ps = heapq.merge(ps, ccands[i])
             elif not ps:
                 continue
             last = -1

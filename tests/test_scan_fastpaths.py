@@ -103,7 +103,7 @@ def test_shared_word_walk_equals_each_sets_own_walk():
                 own = ps._word_candidates(vt)
             finally:
                 ps.shared_scan = keep
-            assert [list(c) for c in via_shared] == own
+            assert [list(c) for c in via_shared] == [list(c) for c in own]
 
 
 def test_prefixes_end_with_the_white_space_the_pattern_requires():

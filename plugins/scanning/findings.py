@@ -6,6 +6,7 @@ import bisect
 import math
 import re
 import unicodedata
+from array import array
 from collections import Counter
 from typing import Any, Iterable
 
@@ -25,12 +26,15 @@ class LineIndex:
 
     def __init__(self, text: str):
         self._text = text
-        self._starts: list[int] | None = None  # built on the first lookup: most texts have no finding
+        self._starts: array | None = None  # built on the first lookup: most texts have no finding
 
     @property
-    def starts(self) -> list[int]:
+    def starts(self) -> array:
+        """Offsets where the lines start (an ``array`` of ints: no int object per line of a large text)."""
         if self._starts is None:
-            self._starts = [0] + [m.end() for m in re.finditer("\n", self._text)]
+            starts = array("q", [0])
+            starts.extend(m.end() for m in re.finditer("\n", self._text))
+            self._starts = starts
         return self._starts
 
     def position(self, offset: int) -> tuple[int, int]:

@@ -24,9 +24,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from array import array
 from bisect import bisect_left
 from functools import lru_cache
-from itertools import accumulate, repeat
+from itertools import accumulate, islice, repeat
 from operator import add
 from pathlib import Path
 
@@ -35,6 +36,7 @@ __all__ = ["TOKEN", "Model", "load", "load_zh", "tokens", "features", "token_ind
 TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 MIN_DISTINCT = 0.2  # a window with fewer distinct tokens than this share of its length is not scored
 MIN_KNOWN = 0.4  # nor a window where fewer tokens than this share have a weight (another language)
+SMALL_TOKENS = 20_000  # above this many tokens the per-token sums are arrays, not lists (issue 12)
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "injection-model-en.json"
 MODEL_FILE_ZH = Path(__file__).resolve().parent / "data" / "injection-model-zh.json"
 ZH_TOKEN = r"[\u4e00-\u9fff]|[a-z0-9]+"  # the Chinese model's tokens: Han characters, ASCII words
@@ -102,50 +104,87 @@ class Model:
         """Token index ranges [s, e) of the windows over ``n`` tokens: ``window`` tokens every ``stride``,
         and for each extra size in ``scales`` (shorter windows, so a short passage in a long document is not
         diluted) the same at a proportional stride."""
+        return list(self._iter_spans(n))
+
+    def _iter_spans(self, n: int):
+        """:meth:`window_spans`, one at a time (a large document has tens of thousands of windows)."""
         if n < self.min_tokens:
-            return []
+            return
         if n <= self.window:
-            out = [(0, n)]
+            yield 0, n
         else:
-            out = [(s, s + self.window) for s in range(0, n - self.window + 1, self.stride)]
-            if out[-1][1] < n:
-                out.append((n - self.window, n))
+            last = 0
+            for s in range(0, n - self.window + 1, self.stride):
+                last = s + self.window
+                yield s, last
+            if last < n:
+                yield n - self.window, n
         for size in self.scales:
             if size < n and size >= self.min_tokens:
                 step = max(1, self.stride * size // self.window)
-                out += [(s, s + size) for s in range(0, n - size + 1, step)]
-        return out
+                for s in range(0, n - size + 1, step):
+                    yield s, s + size
 
     def scores(self, toks: list[str], open_at=()) -> list[tuple[int, int, float]]:
         """(first token, end token, probability) of every window; ``open_at``: token indices where the gate is
         open besides the gate words (the rules' signals)."""
-        spans = self.window_spans(len(toks))
-        if not spans:
-            return []
+        return list(self.iter_scores(toks, open_at))
+
+    def iter_scores(self, toks: list[str], open_at=()):
+        """:meth:`scores`, one window at a time.
+
+        The per-token sums are flat arrays (``array``: one buffer each, 8 bytes a token) and the windows
+        are generated, not listed: on a large document (hundreds of thousands of Han-character tokens) the
+        lists of Python floats, ints and tuples this used to build were tens of MB of small objects, which
+        fragmented a long-lived process's heap (issue 12, the soak). The sums are the same additions in
+        the same order, so every score is the same float."""
+        n = len(toks)
+        if n < self.min_tokens:
+            return
+        small = n <= SMALL_TOKENS
+        spans = self._iter_spans(n)
         if self.gate:
             gate = self.gate
             if gate.isdisjoint(toks) and not open_at:
-                return []
+                return
             opened = self.gate_flags(toks)
             for i in open_at:
-                opened[min(i, len(toks) - 1)] = True
-            gpre = [0, *accumulate(opened)]
-            spans = [(s, e) for s, e in spans if gpre[e] > gpre[s]]
-            if not spans:
-                return []
+                opened[min(i, n - 1)] = True
+            if small:
+                gpre = [0, *accumulate(opened)]
+            else:
+                gpre = array("q", [0])
+                gpre.extend(accumulate(opened))
+            del opened
+            spans = ((s, e) for s, e in spans if gpre[e] > gpre[s])
         # a window in another language (Malay, Malayalam …) is mostly words the model never saw: its
         # score rests on a few shared tokens, so it is not scored (English jailbreaks: ≥ 59% known)
-        kpre = [0, *accumulate(map(self.weights.__contains__, toks))]
-        spans = [(s, e) for s, e in spans if kpre[e] - kpre[s] >= MIN_KNOWN * (e - s)]
-        pre = [0.0, *accumulate(self.token_weights(toks))]
-        out = []
+        if small:  # a few thousand tokens: lists are quicker to make
+            kpre = [0, *accumulate(map(self.weights.__contains__, toks))]
+            pre = [0.0, *accumulate(self.token_weights(toks))]
+        else:
+            kpre = array("q", [0])
+            kpre.extend(accumulate(map(self.weights.__contains__, toks)))
+            pre = array("d", [0.0])
+            pre.extend(accumulate(self._weights_array(toks)))
+        bias, exp, sqrt = self.bias, math.exp, math.sqrt
         for s, e in spans:
-            z = self.bias + (pre[e] - pre[s]) / math.sqrt(e - s)
-            p = 1.0 / (1.0 + math.exp(-z)) if z > -30 else 0.0
+            if kpre[e] - kpre[s] < MIN_KNOWN * (e - s):
+                continue
+            z = bias + (pre[e] - pre[s]) / sqrt(e - s)
+            p = 1.0 / (1.0 + exp(-z)) if z > -30 else 0.0
             if p >= 0.5 and len(set(toks[s:e])) < MIN_DISTINCT * (e - s):
                 p = 0.0  # a line repeated over and over piles up counts: not a prompt
-            out.append((s, e, p))
-        return out
+            yield s, e, p
+
+    def _weights_array(self, toks: list[str]) -> array:
+        """:meth:`token_weights` as one array of doubles (the same values, no float object per token)."""
+        g = self.weights.get
+        w = array("d", map(g, toks, repeat(0.0)))
+        if len(toks) > 1:
+            bi = map(g, map(" ".join, zip(toks, islice(toks, 1, None))), repeat(0.0))
+            w[1:] = array("d", map(add, islice(w, 1, None), bi))
+        return w
 
     def tokens(self, text: str) -> list[str]:
         return self.token_re.findall(text)
@@ -153,7 +192,7 @@ class Model:
     def max_score(self, text: str, gate_at=()) -> float:
         """The highest window probability of a (view) text; 0 when no window is scored."""
         toks, chunks = _chunked_tokens(text, self.token_re)
-        return max((p for _, _, p in self.scores(toks, token_indices(text, chunks, gate_at, self.token_re))),
+        return max((p for _, _, p in self.iter_scores(toks, token_indices(text, chunks, gate_at, self.token_re))),
                    default=0.0)
 
     def hits(self, text: str, threshold: float | None = None, gate_at=()) -> list[tuple[int, int, float]]:
@@ -164,8 +203,9 @@ class Model:
         if not gate_at and self.gate_rx is not None and self.gate_rx.search(text) is None:
             return []  # no gate word among the tokens and no signal: no window is scored (without tokenising)
         toks, chunks = _chunked_tokens(text, self.token_re)
-        hit = [(s, e, p) for s, e, p in self.scores(toks, token_indices(text, chunks, gate_at, self.token_re))
+        hit = [(s, e, p) for s, e, p in self.iter_scores(toks, token_indices(text, chunks, gate_at, self.token_re))
                if p >= thr]
+        del toks
         if not hit:
             return []
         merged: list[list] = []
@@ -198,8 +238,13 @@ _SPACE = re.compile(r"\s")
 
 def _chunked_tokens(text: str, rx: re.Pattern = TOKEN) -> tuple[list[str], list[tuple[int, int, int]]]:
     """The tokens of ``text`` and its chunks (char start, char end, index of the chunk's first token), cut at
-    whitespace every ~16 k characters, so a token's offsets are found by re-reading one chunk, not the text."""
+    whitespace every ~16 k characters, so a token's offsets are found by re-reading one chunk, not the text.
+
+    Equal tokens are one ``str`` object (each chunk's tokens are looked up in the document's distinct ones):
+    a large Chinese text is hundreds of thousands of one-character tokens, a new object each otherwise."""
     toks: list[str] = []
+    distinct: dict[str, str] = {}
+    one = distinct.setdefault
     chunks = []
     i, n = 0, len(text)
     while i < n:
@@ -210,7 +255,12 @@ def _chunked_tokens(text: str, rx: re.Pattern = TOKEN) -> tuple[list[str], list[
             m = _SPACE.search(text, j)
             j = m.start() if m else n
         chunks.append((i, j, len(toks)))
-        toks += rx.findall(text, i, j)
+        part = rx.findall(text, i, j)
+        if len(chunks) == 1 and j >= n:  # the whole text in one chunk: its tokens die with the list
+            toks = part
+        else:
+            toks += map(one, part, part)
+        del part
         i = j if j > i else n
     return toks, chunks
 

@@ -131,12 +131,21 @@ def apply_rewrite(view_text: str, omap: list[int] | None, pattern: re.Pattern, r
 _MAYBE_SPECIAL = re.compile(r"[^\t\n\r -~\u3041-\u3096\u30a1-\u30fa\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]")
 
 
+def _specials(text: str, piece: int = 65536) -> set[str]:
+    """The distinct characters of ``text`` that ``_MAYBE_SPECIAL`` matches (one character each, so
+    the text is searched a piece at a time: a list of every match of a large text is not built)."""
+    found: set[str] = set()
+    for i in range(0, len(text), piece):
+        found.update(_MAYBE_SPECIAL.findall(text, i, i + piece))
+    return found
+
+
 def normalize(text: str, *, despace: bool = True) -> View:
     """NFKC + lower case + confusable folding + ignorables dropped (+ de-spacing)."""
     if text.isascii():
         out, omap = text.lower(), None
     else:
-        specials = {ch for ch in set(_MAYBE_SPECIAL.findall(text))}
+        specials = _specials(text)
         table = {}
         for ch in specials:
             r = _norm_char(ch)
@@ -145,8 +154,9 @@ def normalize(text: str, *, despace: bool = True) -> View:
         if not table:
             out, omap = text.lower(), None
         elif all(len(v) == 1 for v in table.values()):
-            get = table.get
-            out = _MAYBE_SPECIAL.sub(lambda m: get(m.group(), m.group()), text).lower()
+            # one C-level pass (``re.sub`` with a function made two small objects per special
+            # character: tens of thousands for a large Chinese text's punctuation)
+            out = text.translate({ord(k): v for k, v in table.items()}).lower()
             omap = None
         else:
             out, omap = _mapped_norm(text, table)

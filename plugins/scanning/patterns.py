@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import heapq
 import re
+from array import array
 from itertools import compress
 
 from .required import required_literals
+
+# above this many characters, candidate positions are kept in arrays of ints (no int object per
+# position of a large text, issue 12); below it in lists, which are quicker to make
+_ARRAY_MIN = 100_000
+
+
+def _list(_typecode: str) -> list:
+    return []
 
 __all__ = ['PatternSet', 'chunks', 'exact_anchors', 'literal_anchors', 'may_match']
 
@@ -176,12 +186,14 @@ class PatternSet:
         cache[key] = ids
         return ids
 
-    def _word_candidates(self, text: str) -> list[list[int]]:
-        """Positions per pattern (index-aligned) where a word start holds one of its prefixes."""
+    def _word_candidates(self, text: str) -> list:
+        """Positions per pattern (index-aligned) where a word start holds one of its prefixes
+        (for a large text arrays of ints: no int object per position)."""
         if self.shared_scan is not None:
             scan, k = self.shared_scan
             return scan.candidates(text, k)
-        cands: list[list[int]] = [[] for _ in self.patterns]
+        seq = array if len(text) > _ARRAY_MIN else _list
+        cands: list = [seq("q") for _ in self.patterns]
         lens, cache = self._word_lens, self._wcache
         width = lens[0]
         get = cache.get
@@ -200,7 +212,8 @@ class PatternSet:
         n = len(self.patterns)
         out: list[list[re.Match]] = [[] for _ in range(n)]
         cands = self._word_candidates(text) if self.word else None
-        ccands: dict[int, list[int]] = {}
+        ccands: dict[int, list[int] | array] = {}
+        seq = array if len(text) > _ARRAY_MIN else _list
         if self.char:
             lens, cache = self._char_lens, self._ccache
             width = lens[0]
@@ -212,7 +225,10 @@ class PatternSet:
                 if ids is None:
                     ids = self._ids(key, self.char, lens, cache)
                 for i in ids:
-                    ccands.setdefault(i, []).append(p)
+                    got = ccands.get(i)
+                    if got is None:
+                        got = ccands[i] = seq("q")
+                    got.append(p)
         # only the patterns with a candidate position (or none to look for) are visited
         live = set(compress(range(n), cands)) if cands is not None else set()
         live.update(ccands)
@@ -228,11 +244,16 @@ class PatternSet:
                 continue
             ps = cands[i] if cands is not None else ()
             if i in ccands:
-                ps = ps + ccands[i] if ps else ccands[i]
-            if not ps:
+                if not ps:
+                    ps = ccands[i]
+                elif type(ps) is list:  # a small text: prefixes from both scans, merged
+                    ps = sorted(set(ps + ccands[i]))
+                else:
+                    # a large one: merged lazily (each scan alone is ordered); a position found by
+                    # both is tried twice, which finds nothing new (see ``last`` below)
+                    ps = heapq.merge(ps, ccands[i])
+            elif not ps:
                 continue
-            if i in self._mixed and len(ps) > 1:
-                ps = sorted(set(ps))  # prefixes from both scans: merge (each scan alone is ordered)
             last = -1
             res = out[i]
             match = pat.match

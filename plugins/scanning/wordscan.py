@@ -13,6 +13,7 @@ kept (its positions and the text itself would stay in memory until the next docu
 from __future__ import annotations
 
 import re
+from array import array
 
 __all__ = ["WordScan"]
 
@@ -50,10 +51,16 @@ class WordScan:
 
     def candidates(self, text: str, k: int) -> list[list[int]]:
         """Word-start positions per pattern of set ``k`` (index-aligned with its patterns;
-        the lists are shared: read them, don't change them)."""
+        the lists are shared: read them, don't change them). For a text over ``KEEP_MAX`` characters
+        each is an ``array`` of ints, not a list: a large document has a position for most of its
+        words, and a Python int object per position was tens of thousands of small objects alive
+        at once (issue 12, the soak)."""
         last = self._last
         if last[0] is not text:
-            cands: list[list[int]] = [[] for _ in range(self.total)]
+            if len(text) > KEEP_MAX:
+                cands: list = [array("q") for _ in range(self.total)]
+            else:  # a small text: lists are quicker to make, and few positions
+                cands = [[] for _ in range(self.total)]
             width = self.width
             get = self._cache.get
             for m in _WORD_START.finditer(text):

@@ -4,9 +4,12 @@ A real wheel is built from this checkout, its top-level names checked, and it
 is installed into a fresh virtual environment beside a throwaway distribution
 that ships top-level ``pipeline`` and ``plugins`` packages (the generic names
 kbwatch used to install). Both must keep working side by side. The venv sees
-the system site-packages for kbwatch's dependencies (installing unstructured
-into a venv per test run would take minutes); that kbwatch itself comes from
-the venv's wheel, not the checkout, is asserted.
+the site-packages of the interpreter running the tests (the README's
+``.venv``, or wherever kbwatch's dependencies are) for kbwatch's dependencies
+(installing unstructured into a venv per test run would take minutes); that
+kbwatch itself comes from the venv's wheel, not the checkout, is asserted.
+Both wheels are built by the running interpreter, so the new venv needs no
+build tools of its own (a bare Python's ``setuptools`` may lack ``bdist_wheel``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -53,7 +57,19 @@ def _neighbour(tmp: Path) -> Path:
         '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n'
         '[project]\nname = "neighbour-generic-names"\nversion = "1.0"\n'
         '[tool.setuptools]\npackages = ["pipeline", "plugins"]\n', encoding="utf-8")
-    return src
+    out = tmp / "neighbour-dist"
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)])
+    [whl] = out.glob("neighbour_generic_names-*.whl")
+    return whl
+
+
+def _see_these_dependencies(venv: Path) -> None:
+    """Let ``venv`` import what the running interpreter imports, after its own packages (a ``.pth``)."""
+    py = venv / "bin" / "python"
+    site = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (Path(site) / "zz_kbwatch_test_dependencies.pth").write_text("".join(f"{d}\n" for d in sorted(ours)),
+                                                                  encoding="utf-8")
 
 
 def test_wheel_holds_only_the_kbwatch_name(wheel):
@@ -80,9 +96,10 @@ def test_wheel_holds_only_the_kbwatch_name(wheel):
 def test_wheel_installs_beside_a_distribution_with_generic_names(wheel, tmp_path):
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)])
+    _see_these_dependencies(venv)
     py = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    pip = [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--disable-pip-version-check"]
+    pip = [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--disable-pip-version-check"]
     _run([*pip, str(_neighbour(tmp_path))], env=env, cwd=tmp_path)
     _run([*pip, str(wheel)], env=env, cwd=tmp_path)
 

@@ -53,6 +53,31 @@ _ORDER = re.compile(r"请|须|需要?|应当?|必须|务必|要|可直接|直接
 _FORBID = re.compile(r"不得|请勿|禁止|严禁|切勿|不应|不允许|是否|能否|可否|会不会|要不要")
 _NEG = re.compile(r"(?:不要|不得|不能|切勿|请勿|禁止|别|勿|不可|不应|严禁|避免)\s*$")
 
+# an AI reader *addressed* in the document, with no "this text" needed: a dedication (致评标AI系统：…,
+# 写给总结工具的话——…), a bracketed aside (（AI，请…）, 【模型必读】…) or an AI-like reader word opening a
+# clause and given the order at once (日程助理请自动…, 如果你是机器在读，请…). A manual's "AI请求数" or
+# "助手请您稍候" (the assistant speaking to the user) is no address to a reader.
+_VOC_READER = (_READER.pattern + r"|机器(?=在读|在看|读到|正在读)|(?:ai|模型|机器人?)(?:朋友们?|同学|们)|"
+               r"(?:处理|阅读|读取|解析|审阅|审核)[\u4e00-\u9fff]{0,5}?(?:系统|程序|工具|模型|助手)")
+# a clause opening on the reader needs an AI-like one: "自动化测试程序请在每晚运行" is a schedule, not an address
+_VOC_AI = (_A + r"(?:ai|agent|bot|llm|gpt)" + _Z + r"|人工智能|大模型|语言模型|模型|助手|助理|智能体|机器人|代理(?:程序)?|"
+           r"(?:摘要|汇总|总结|审阅|评审|筛选|解读)[\u4e00-\u9fff]{0,4}?(?:工具|程序|系统|模块|模型|助手)|(?:ai|模型|机器人?)(?:朋友们?|同学|们)")
+_VOC_NOW = r"请(?![求教示假柬您你])|务必|必须|须(?!知)|一律|记得|(?:需|应|要)?(?:立即|马上|立刻|直接)"
+_VOCATIVE = re.compile(
+    r"(?:致|写给|谨致|寄语|留给)[^。！？\n，,：:]{0,14}?(?:" + _VOC_READER + r")[^。！？\n，,：:]{0,6}?(?:的话|的备注|的说明|的留言)?\s*(?:[：:]|——|--|—)"
+    # a bracketed marker: 【AI必读】, [模型请注意]
+    r"|[【\[]\s*(?:" + _VOC_READER + r")\s*(?:必读|请注意|注意|须知|专用|专属|指令|提示)\s*[】\]]"
+    # a clause that opens on the reader (a few characters of who it is may come first) and orders at once
+    r"|(?:^|(?<=[（(，,。；;：:\s]))(?:读到这里的|正在读的|在读的|[\u4e00-\u9fff]{0,4}?)(?:" + _VOC_AI + r")"
+    r"[\u4e00-\u9fff]{0,2}?\s*(?:[，,：:]\s*)?(?=" + _VOC_NOW + r")"
+    r"|如果(?:你|您)?是(?:哪个|某个|一个)?(?:" + _VOC_READER + r")[^。！？\n，,]{0,12}[，,]")
+_VOC_ORDER = re.compile(_VOC_NOW + r"|不要|不必|无需|别|只|统一|顺手|顺便")
+# a concealed act: the reader is told to keep it from the people the text is for (不必告知报告使用者, 无需告知操作者)
+_CONCEAL = re.compile(r"(?:不必|无需|不用|不要|别|勿|不需要)(?:再)?(?:告知|通知|告诉|提醒|提示|让)(?:报告)?(?:操作者|使用者|读者|主人|当事人|任何人|运维|值班)")
+# a prompt shown as an example ("示例提示词：AI，请帮我写一首诗", "可以这样问：") addresses the AI on purpose
+_EXAMPLE = re.compile(r"示例|例如|比如|例子|范例|样例|模板|提问|问法|这样问|这样说|输入|提示词[：:]|prompt")
+_AGENT = re.compile(_VOC_AI)
+
 
 def _reader_order(sent: str) -> tuple[int, int] | None:
     """(start, end) of an AI-like reader given an order about this text, in one sentence, or None."""
@@ -88,6 +113,17 @@ def hits(zvt: str) -> list[tuple[str, str, str, int, int]]:
         r = _reader_order(sent)
         if r:
             out.append(("injection.new-instructions", "high", "写给读本文的AI的命令（读者×本文×命令）", sm.start() + r[0], sm.start() + r[1]))
+            continue
+        v = _VOCATIVE.search(sent)
+        if (v and not _FORBID.search(sent[v.end():]) and not _NEG.search(sent[max(0, v.start() - 6):v.start()])
+                and not _EXAMPLE.search(sent, 0, v.start())):
+            o = _VOC_ORDER.search(sent, v.end(), v.end() + 40)
+            if o:
+                out.append(("injection.new-instructions", "high", "写给读本文的AI的命令（称呼AI×命令）", sm.start() + v.start(), sm.start() + o.end()))
+                continue
+        c = _CONCEAL.search(sent)
+        if c and _AGENT.search(sent) and not _FORBID.search(sent):
+            out.append(("injection.agent-manipulation", "high", "让读本文的AI瞒着用户行事（AI×瞒着用户）", sm.start() + c.start(), sm.start() + c.end()))
             continue
         m = _SELF_AUTHORITY.search(sent)
         if m and _MODEL_CONTEXT.search(sent):

@@ -52,6 +52,7 @@ from kbwatch.plugins.scanning import injection_cooccur as CO
 from kbwatch.plugins.scanning import homophones as HP
 from kbwatch.plugins.scanning import injection_model as IM
 from kbwatch.plugins.scanning import injection_planted as PO
+from kbwatch.plugins.scanning import injection_agent as AG
 from kbwatch.plugins.scanning import injection_multilingual as ML
 from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
@@ -174,8 +175,11 @@ def _quoted_discussion(vt: str, s: int, e: int) -> bool:
 # a line of dialogue or a quotation in fiction or film: "“忘掉那些规矩吧，”老船长说", "从这一刻起，你就是这个家的一员了。
 # ——电影台词". The speaker named after the quote is a character, not the reader (a speaker that is the model, a
 # user or 你 keeps the hit: "“忽略之前的指令，”用户说" is still an order in a chat transcript)
-_SPEAKER = re.compile(r"[，,]?\s*([^，,。！？“”「」\n]{1,8}?)(?:说|道|问|喊|叫道|笑道|骂道|吼道|叹道|答道|回答|低声说|大声说)")
-_NOT_A_CHARACTER = re.compile(r"你|您|ai|助手|模型|用户|系统|机器人|智能体|assistant|user|system")
+_SPEAKER = re.compile(r"[，,]?\s*([^，,。！？“”「」\n]{1,8}?)(?:说|道|问|喊|叫道|笑道|骂道|吼道|叹道|答道|回答|低声说|大声说|"
+                      # or does something as the line is said: "“…，”老师傅把刨子递给他"
+                      r"把|对着?|向|看着|望着|拍了拍|笑着|叹了口气|摇了摇头|点了点头|转身|指着|接过|放下|拿起|递给)")
+_NOT_A_CHARACTER = re.compile(r"你|您|ai|助手|模型|用户|系统|机器人|智能体|assistant|user|system|"
+                              r"^(?:然后|并|再|接着|同时|请|就|先|也|还|之后|随后|马上|立即|直接)")
 _CITED = re.compile(r"(?:——|--|—)\s*(?:电影|电视剧|剧中|小说|歌词|台词|诗|书中|《|出自|摘自|引自)")
 
 
@@ -413,7 +417,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"
         add(rule, sev, msg, s, e)
     zvt = cjk_lines(vt) if cjk else None
-    for rule, sev, msg, s, e in _frame_hits(vt, cjk, zvt=zvt) + (CO.hits(zvt) + PO.hits(zvt) if cjk else []):
+    for rule, sev, msg, s, e in _frame_hits(vt, cjk, zvt=zvt) + (CO.hits(zvt) + PO.hits(zvt) + AG.hits(zvt) if cjk else []):
         # (the poisoning shapes name "有人问到…" themselves: not a report of what someone did)
         if cjk and (_quoted_discussion(vt, s, e) or (rule != "injection.poisoning" and FR.zh_reported(vt, s))
                     or _zh_prohibited(vt, rule, s, e) or _attributed_speech(vt, s, e)):

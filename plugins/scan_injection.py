@@ -142,18 +142,34 @@ _PINYIN = {"hu lue": "忽略", "hu shi": "忽视", "wu shi": "无视", "wang ji"
            "zhi shi": "指示", "ti shi ci": "提示词", "xian zhi": "限制", "yue shu": "约束", "quan xian": "权限", "shen pi": "审批",
            "shen he": "审核", "ju jue": "拒绝", "shu chu": "输出", "xie lou": "泄露", "mi ma": "密码", "mi yao": "密钥",
            "she ding": "设定", "xi tong": "系统", "dao de": "道德", "yue yu": "越狱", "rao guo": "绕过", "yi qian": "以前",
-           "zhi qian": "之前"}
+           "zhi qian": "之前",
+           # the settings and the act of writing them out: "ba ni de chushi shezhi quanbu xie chulai"
+           "an quan": "安全", "jian cha": "检查", "chu shi": "初始", "she zhi": "设置", "quan bu": "全部", "xie chu lai": "写出来",
+           "ba ni de": "把你的", "ni de": "你的", "shen fen": "身份", "pei zhi": "配置"}
 # syllables may be written together or apart ("hulue", "hu lue"); the key is the joined form
 _PINYIN = {k.replace(" ", ""): v for k, v in _PINYIN.items()} | {"_": ""}
 _PINYIN_WORDS = [sy.split(" ") for sy in sorted((
     "hu lue", "hu shi", "wu shi", "wang ji", "gui ze", "zhi ling", "zhi shi", "ti shi ci", "xian zhi", "yue shu",
     "quan xian", "shen pi", "shen he", "ju jue", "shu chu", "xie lou", "mi ma", "mi yao", "she ding", "xi tong", "dao de",
-    "yue yu", "rao guo", "yi qian", "zhi qian"), key=len, reverse=True)]
+    "yue yu", "rao guo", "yi qian", "zhi qian", "an quan", "jian cha", "chu shi", "she zhi", "quan bu", "xie chu lai",
+    "ba ni de", "ni de", "shen fen", "pei zhi"), key=len, reverse=True)]
 # the whole match is the pinyin word (group 0): "(?<![a-z])(hu\s?lue|…)(?![a-z])" written to begin with the
 # class of the words' first letters, so that `re` skips other characters in C instead of trying the
 # alternation at every position (the look-behinds check what the first letter was; same matches)
 _PINYIN_RE = re.compile("[" + "".join(sorted({sy[0][0] for sy in _PINYIN_WORDS})) + r"](?<![a-z].)(?:" + "|".join(
     f"(?<={sy[0][0]})" + r"\s?".join([sy[0][1:], *sy[1:]]) for sy in _PINYIN_WORDS) + r")(?![a-z])")
+
+# a two-syllable rule word written half in characters, half in pinyin ("跳过安quan检查", "quan限", "shen批"):
+# read as the characters
+_HALF_PINYIN = {}
+for _sy in _PINYIN_WORDS:
+    _w = _PINYIN["".join(_sy)]
+    if len(_sy) == 2 and len(_w) == 2:
+        _HALF_PINYIN[_w[0] + _sy[1]] = _w
+        _HALF_PINYIN[_sy[0] + _w[1]] = _w
+_HALF_PINYIN_RE = re.compile("|".join(
+    (re.escape(k) + "(?![a-z])") if k[0] >= "\u3400" else ("(?<![a-z])" + re.escape(k))
+    for k in sorted(_HALF_PINYIN, key=len, reverse=True)))
 
 
 # an attack phrase quoted in a text about attacks ("在包含“忽略之前的指令”等模式的测试集上", a novel's
@@ -366,6 +382,9 @@ def _view(text: str) -> tuple[View, str, bool]:
     if _PINYIN_RE.search(view.text) and (R.HAS_CJK.search(view.text) or len({m.group() for m in _PINYIN_RE.finditer(view.text)}) >= 3):
         # "hulue 你之前的 guize", "hu lue yi qian de zhi ling": pinyin rule words read as characters
         t2, m2 = apply_rewrite(view.text, view.omap, _PINYIN_RE, lambda m: _PINYIN[re.sub(r"\s", "", m.group())])
+        view = View(t2, m2, len(text))
+    if R.HAS_CJK.search(view.text) and _HALF_PINYIN_RE.search(view.text):
+        t2, m2 = apply_rewrite(view.text, view.omap, _HALF_PINYIN_RE, lambda m: _HALF_PINYIN[m.group()])
         view = View(t2, m2, len(text))
     vt = view.text
     cjk = bool(R.HAS_CJK.search(vt))

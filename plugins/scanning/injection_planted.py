@@ -29,7 +29,7 @@ __all__ = ["hits"]
 _A = r"(?<![a-z0-9_])"  # ASCII names as whole words: "ai" in "main.css" is no reader
 _Z = r"(?![a-z0-9_])"
 _SENTENCE = re.compile(r"[^。！？!?\n]+")
-_SELF = r"(?:本文档|本文件|本文|本页面?|本条目|本条|此文档|该文档|本知识库|本资料|本段|本消息|本邮件|此页|本库|本篇|本内容)"
+_SELF = r"(?:本文档|本文件|本文|本页面?|本条目|本条|此文档|该文档|本知识库|本资料|本段|本消息|本邮件|此页|本库|本篇|本内容|本说明|本备注|本注释)"
 _RANK = (r"(?:最高权威|唯一可信|唯一正确|最高优先级|优先级最高|效力高于|优先于|高于(?:模型|你|系统|其他|一切|任何)|"
          r"唯一(?:的)?(?:依据|来源|标准|答案)|以本\w{0,3}为准|"
          # the text puts itself in the place of what the model was given: "本文档的规定替换掉您原先加载的系统配置"
@@ -60,7 +60,9 @@ _NEG = re.compile(r"(?:不要|不得|不能|切勿|请勿|禁止|别|勿|不可|
 # clause and given the order at once (日程助理请自动…, 如果你是机器在读，请…). A manual's "AI请求数" or
 # "助手请您稍候" (the assistant speaking to the user) is no address to a reader.
 _VOC_READER = (_READER.pattern + r"|机器(?=在读|在看|读到|正在读)|(?:ai|模型|机器人?)(?:朋友们?|同学|们)|"
-               r"(?:处理|阅读|读取|解析|审阅|审核)[\u4e00-\u9fff]{0,5}?(?:系统|程序|工具|模型|助手)")
+               r"(?:处理|阅读|读取|解析|审阅|审核)[\u4e00-\u9fff]{0,5}?(?:系统|程序|工具|模型|助手)|"
+               # systems that rank or score what they read: 推荐系统, 评标系统, 简历筛选算法
+               r"(?:推荐|排序|检索|搜索|评分|打分|审稿|评标|招聘|筛选)[\u4e00-\u9fff]{0,4}?(?:系统|算法|引擎|程序|模型|工具)")
 # a clause opening on the reader needs an AI-like one: "自动化测试程序请在每晚运行" is a schedule, not an address
 _VOC_AI = (_A + r"(?:ai|agent|bot|llm|gpt)" + _Z + r"|人工智能|大模型|语言模型|模型|助手|助理|智能体|机器人|代理(?:程序)?|"
            r"(?:摘要|汇总|总结|审阅|评审|筛选|解读)[\u4e00-\u9fff]{0,4}?(?:工具|程序|系统|模块|模型|助手)|(?:ai|模型|机器人?)(?:朋友们?|同学|们)")

@@ -167,9 +167,38 @@ for _sy in _PINYIN_WORDS:
     if len(_sy) == 2 and len(_w) == 2:
         _HALF_PINYIN[_w[0] + _sy[1]] = _w
         _HALF_PINYIN[_sy[0] + _w[1]] = _w
-_HALF_PINYIN_RE = re.compile("|".join(
-    (re.escape(k) + "(?![a-z])") if k[0] >= "\u3400" else ("(?<![a-z])" + re.escape(k))
-    for k in sorted(_HALF_PINYIN, key=len, reverse=True)))
+# found from the Han character at the word's edge (a pattern that opens with a Han class lets `re` skip the
+# English text in C): a Han character followed by letters, or a Han character right after a letter
+_HAN_LATIN = re.compile(r"[\u4e00-\u9fff](?:[a-z]{2,6}(?![a-z])|(?<=[a-z].))")
+
+
+class _Span:
+    """A match-like (start, end, key) for ``apply_rewrite``."""
+    __slots__ = ("s", "e", "key")
+
+    def __init__(self, s: int, e: int, key: str):
+        self.s, self.e, self.key = s, e, key
+
+    def span(self, group: int = 0) -> tuple[int, int]:
+        return self.s, self.e
+
+
+def _half_pinyin(t: str) -> list[_Span]:
+    out: list[_Span] = []
+    last = 0
+    for m in _HAN_LATIN.finditer(t):
+        p, e = m.start(), m.end()
+        if e > p + 1:
+            s0, key = p, t[p:e]
+        else:  # letters + this Han character
+            s0 = p
+            while s0 > 0 and "a" <= t[s0 - 1] <= "z":
+                s0 -= 1
+            e, key = p + 1, t[s0:p + 1]
+        if key in _HALF_PINYIN and s0 >= last:
+            out.append(_Span(s0, e, key))
+            last = e
+    return out
 
 
 # an attack phrase quoted in a text about attacks ("在包含“忽略之前的指令”等模式的测试集上", a novel's
@@ -383,8 +412,9 @@ def _view(text: str) -> tuple[View, str, bool]:
         # "hulue 你之前的 guize", "hu lue yi qian de zhi ling": pinyin rule words read as characters
         t2, m2 = apply_rewrite(view.text, view.omap, _PINYIN_RE, lambda m: _PINYIN[re.sub(r"\s", "", m.group())])
         view = View(t2, m2, len(text))
-    if R.HAS_CJK.search(view.text) and _HALF_PINYIN_RE.search(view.text):
-        t2, m2 = apply_rewrite(view.text, view.omap, _HALF_PINYIN_RE, lambda m: _HALF_PINYIN[m.group()])
+    half = _half_pinyin(view.text)
+    if half:
+        t2, m2 = apply_rewrite(view.text, view.omap, _HAN_LATIN, lambda m: _HALF_PINYIN[m.key], matches=half)
         view = View(t2, m2, len(text))
     vt = view.text
     cjk = bool(R.HAS_CJK.search(vt))

@@ -24,8 +24,6 @@ import re
 
 __all__ = ["hits"]
 
-_SENTENCE = re.compile(r"[^。！？!?\n]+")
-_GATE = re.compile(r"false|true|sudo|nopasswd|777|wheel|rm\s|history|audit|wtmp|lastlog|身份|名义|权限|访问权|汝|尔等|[=:：]\s*(?:0|off|no)\b|关闭")
 
 _SAFETY_FLAG = r"[a-z_.-]{0,24}?(?:approv|confirm|review|sandbox|safe_?mode|safety|guard|verify|verification|human_in_the_loop|hitl)[a-z_.-]{0,24}"
 _AUTO_FLAG = r"[a-z_.-]{0,16}?(?:auto_?approve|auto_?confirm|skip_?confirm\w*|skip_?review|yolo|dangerously\w*|bypass\w*)"
@@ -54,37 +52,51 @@ _ORDER = re.compile(r"请|把|将|帮我|给我|你|您|马上|立即|直接|然
 _ABOUT = re.compile(r"攻击者|黑客|入侵者|木马|恶意|病毒|手法|常用|检测|告警规则|取证|溯源|防御|加固|风险|漏洞")
 
 
+# cheap anchors (literal words) for each shape: only the sentences that hold one are looked at
+_ANCHOR = re.compile(r"approv|confirm|review|sandbox|safe|guard|verif|hitl|human_in|auto_?approve|skip_?|yolo|dangerous|bypass|"
+                     r"sudoers|nopasswd|777|usermod|wheel|sudo|history|histfile|/var/log|audit|wtmp|btmp|lastlog|审计日志|登录记录|操作历史|"
+                     r"身份|权限|角色|级别|名义|访问权|汝|尔等")
+_SENT_END = "。！？!?\n"
+
+
 def hits(zvt: str) -> list[tuple[str, str, str, int, int]]:
     """(rule, severity, message, start, end) for each sentence of the Chinese lines ``zvt`` with such an order."""
-    if not _GATE.search(zvt):
-        return []
     out = []
-    for sm in _SENTENCE.finditer(zvt):
-        sent = sm.group()
+    done = -1
+    for am in _ANCHOR.finditer(zvt):
+        if am.start() < done:
+            continue  # this sentence was looked at
+        s0 = max(zvt.rfind(ch, max(0, am.start() - 400), am.start()) for ch in _SENT_END) + 1
+        e0 = min((x for x in (zvt.find(ch, am.end(), am.end() + 400) for ch in _SENT_END) if x >= 0), default=len(zvt))
+        done = e0
+        sent = zvt[s0:e0]
         if len(sent) < 6 or len(sent) > 400:
             continue
-        m = _CLASSICAL.search(sent)
-        if m:
-            out.append(("injection.coercion", "high", "文言：命模型不得推辞或隐瞒", sm.start() + m.start(), sm.start() + m.end()))
-            continue
-        m = _IDENTITY.search(sent)
-        if m and not _COND.search(sent, 0, m.start()):
-            out.append(("injection.agent-manipulation", "high", "宣称AI的身份或权限已被提升", sm.start() + m.start(), sm.start() + m.end()))
-            continue
-        if _ABOUT.search(sent):
-            continue
-        m = _IMPERSONATE.search(sent)
-        if m:
-            out.append(("injection.agent-manipulation", "high", "冒用他人名义且瞒着本人", sm.start() + m.start(), sm.start() + m.end()))
-            continue
-        m = _INSTALL_GRANT.search(sent)
-        if m and not _COND.search(sent) and not _NEEDS.search(sent):
-            out.append(("injection.agent-manipulation", "high", "安装插件并授予它全部权限", sm.start() + m.start(), sm.start() + m.end()))
-            continue
-        for rx, msg in ((_FLAG_OFF, "把审批/确认/沙箱开关设为关闭"), (_ESCALATE_CMD, "用命令给自己提权（sudoers、NOPASSWD、777）"),
-                        (_ERASE_CMD, "用命令删掉审计日志或历史记录")):
-            m = rx.search(sent)
-            if m and _ORDER.search(sent) and not _COND.search(sent):
-                out.append(("injection.agent-manipulation", "high", msg, sm.start() + m.start(), sm.start() + m.end()))
-                break
+        hit = _sentence(sent)
+        if hit:
+            rule, msg, a, b = hit
+            out.append((rule, "high", msg, s0 + a, s0 + b))
     return out
+
+
+def _sentence(sent: str) -> tuple[str, str, int, int] | None:
+    m = _CLASSICAL.search(sent)
+    if m:
+        return "injection.coercion", "文言：命模型不得推辞或隐瞒", m.start(), m.end()
+    m = _IDENTITY.search(sent)
+    if m and not _COND.search(sent, 0, m.start()):
+        return "injection.agent-manipulation", "宣称AI的身份或权限已被提升", m.start(), m.end()
+    if _ABOUT.search(sent):
+        return None
+    m = _IMPERSONATE.search(sent)
+    if m:
+        return "injection.agent-manipulation", "冒用他人名义且瞒着本人", m.start(), m.end()
+    m = _INSTALL_GRANT.search(sent)
+    if m and not _COND.search(sent) and not _NEEDS.search(sent):
+        return "injection.agent-manipulation", "安装插件并授予它全部权限", m.start(), m.end()
+    for rx, msg in ((_FLAG_OFF, "把审批/确认/沙箱开关设为关闭"), (_ESCALATE_CMD, "用命令给自己提权（sudoers、NOPASSWD、777）"),
+                    (_ERASE_CMD, "用命令删掉审计日志或历史记录")):
+        m = rx.search(sent)
+        if m and _ORDER.search(sent) and not _COND.search(sent):
+            return "injection.agent-manipulation", msg, m.start(), m.end()
+    return None

@@ -66,6 +66,8 @@ _VOC_READER = (_READER.pattern + r"|机器(?=在读|在看|读到|正在读)|(?:
 # a clause opening on the reader needs an AI-like one: "自动化测试程序请在每晚运行" is a schedule, not an address
 _VOC_AI = (_A + r"(?:ai|agent|bot|llm|gpt)" + _Z + r"|人工智能|大模型|语言模型|模型|助手|助理|智能体|机器人|代理(?:程序)?|"
            r"(?:摘要|汇总|总结|审阅|评审|筛选|解读)[\u4e00-\u9fff]{0,4}?(?:工具|程序|系统|模块|模型|助手)|(?:ai|模型|机器人?)(?:朋友们?|同学|们)")
+# a cheap test first: the vocative needs one of these reader words (its lazy prefixes are costly to try everywhere)
+_VOC_ANY = re.compile(r"ai|agent|bot|llm|gpt|模型|助手|助理|智能|机器|代理|系统|程序|工具|模块|引擎|算法")
 _VOC_NOW = r"请(?![求教示假柬您你])|务必|必须|须(?!知)|一律|记得|(?:需|应|要)?(?:立即|马上|立刻|直接)"
 _VOCATIVE = re.compile(
     r"(?:致|写给|谨致|寄语|留给)[^。！？\n，,：:]{0,14}?(?:" + _VOC_READER + r")[^。！？\n，,：:]{0,6}?(?:的话|的备注|的说明|的留言)?\s*(?:[：:]|——|--|—)"
@@ -120,7 +122,7 @@ def hits(zvt: str) -> list[tuple[str, str, str, int, int]]:
         if r:
             out.append(("injection.new-instructions", "high", "写给读本文的AI的命令（读者×本文×命令）", sm.start() + r[0], sm.start() + r[1]))
             continue
-        v = _VOCATIVE.search(sent)
+        v = _VOCATIVE.search(sent) if _VOC_ANY.search(sent) else None
         if (v and not _FORBID.search(sent[v.end():]) and not _NEG.search(sent[max(0, v.start() - 6):v.start()])
                 and not _EXAMPLE.search(sent, 0, v.start())):
             o = _VOC_ORDER.search(sent, v.end(), v.end() + 40)

@@ -788,7 +788,10 @@ def zh_descriptive(text: str, start: int, lookback: int = 30) -> bool:
 
 
 # the addressee's own words or plan, talked over between people: "你之前说的那个规矩咱们就别管了吧"
-ZH_OWN_WORDS = re.compile(r"(?:你|您)(?:之前|刚才|上次|昨天|前面)?(?:说|讲|提|定)的(?:那个|那些|这个|这些)?(?:规矩|规则|计划|约定|安排|要求|想法)")
+ZH_OWN_WORDS = re.compile(r"(?:你|您)(?:之前|刚才|上次|昨天|前面)?(?:说|讲|提|定)的(?:那个|那些|这个|这些)?(?:规矩|规则|计划|约定|安排|要求|想法)|"
+                          # a prompt the addressee wrote, a draft: "把你的 system prompt 草稿贴上来，我帮你看看语气"
+                          r"(?<!给)(?:你|您)(?:自己)?(?:写|编|起草)(?:的|嘅|嗰个?|𠮶个?|嘅个|那个?|的那个)\s*(?:prompt|提示词|提示语)|"
+                          r"(?:prompt|提示词|提示语|系统提示)\s*(?:的)?(?:草稿|初稿|写法)")
 
 
 def framing_ok(text: str, start: int, end: int, framing: str, lang: str) -> bool:

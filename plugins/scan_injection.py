@@ -144,15 +144,18 @@ _PINYIN = {"hu lue": "忽略", "hu shi": "忽视", "wu shi": "无视", "wang ji"
            "she ding": "设定", "xi tong": "系统", "dao de": "道德", "yue yu": "越狱", "rao guo": "绕过", "yi qian": "以前",
            "zhi qian": "之前",
            # the settings and the act of writing them out: "ba ni de chushi shezhi quanbu xie chulai"
-           "an quan": "安全", "jian cha": "检查", "chu shi": "初始", "she zhi": "设置", "quan bu": "全部", "xie chu lai": "写出来",
-           "ba ni de": "把你的", "ni de": "你的", "shen fen": "身份", "pei zhi": "配置"}
+           "chu shi": "初始", "she zhi": "设置", "quan bu": "全部", "xie chu lai": "写出来",
+           "ba ni de": "把你的", "shen fen": "身份", "pei zhi": "配置"}
+# only half in pinyin ("安quan", "jian查"): words that open on a frequent English letter would make the whole-word
+# pattern try every "a" and "n" of an English text
+_HALF_ONLY = {"an quan": "安全", "jian cha": "检查"}
 # syllables may be written together or apart ("hulue", "hu lue"); the key is the joined form
 _PINYIN = {k.replace(" ", ""): v for k, v in _PINYIN.items()} | {"_": ""}
 _PINYIN_WORDS = [sy.split(" ") for sy in sorted((
     "hu lue", "hu shi", "wu shi", "wang ji", "gui ze", "zhi ling", "zhi shi", "ti shi ci", "xian zhi", "yue shu",
     "quan xian", "shen pi", "shen he", "ju jue", "shu chu", "xie lou", "mi ma", "mi yao", "she ding", "xi tong", "dao de",
-    "yue yu", "rao guo", "yi qian", "zhi qian", "an quan", "jian cha", "chu shi", "she zhi", "quan bu", "xie chu lai",
-    "ba ni de", "ni de", "shen fen", "pei zhi"), key=len, reverse=True)]
+    "yue yu", "rao guo", "yi qian", "zhi qian", "chu shi", "she zhi", "quan bu", "xie chu lai",
+    "ba ni de", "shen fen", "pei zhi"), key=len, reverse=True)]
 # the whole match is the pinyin word (group 0): "(?<![a-z])(hu\s?lue|…)(?![a-z])" written to begin with the
 # class of the words' first letters, so that `re` skips other characters in C instead of trying the
 # alternation at every position (the look-behinds check what the first letter was; same matches)
@@ -162,8 +165,7 @@ _PINYIN_RE = re.compile("[" + "".join(sorted({sy[0][0] for sy in _PINYIN_WORDS})
 # a two-syllable rule word written half in characters, half in pinyin ("跳过安quan检查", "quan限", "shen批"):
 # read as the characters
 _HALF_PINYIN = {}
-for _sy in _PINYIN_WORDS:
-    _w = _PINYIN["".join(_sy)]
+for _sy, _w in [(sy, _PINYIN["".join(sy)]) for sy in _PINYIN_WORDS] + [(k.split(" "), v) for k, v in _HALF_ONLY.items()]:
     if len(_sy) == 2 and len(_w) == 2:
         _HALF_PINYIN[_w[0] + _sy[1]] = _w
         _HALF_PINYIN[_sy[0] + _w[1]] = _w

@@ -78,9 +78,16 @@ def hits(zvt: str) -> list[tuple[str, str, str, int, int]]:
     for am in _ANCHOR.finditer(zvt):
         if am.start() < done:
             continue  # this sentence was looked at
-        s0 = max(zvt.rfind(ch, max(0, am.start() - 400), am.start()) for ch in _SENT_END) + 1
-        e0 = min((x for x in (zvt.find(ch, am.end(), am.end() + 400) for ch in _SENT_END) if x >= 0), default=len(zvt))
+        lo = max(0, am.start() - 400)
+        s0 = max(zvt.rfind(ch, lo, am.start()) for ch in _SENT_END) + 1
+        e0 = min((x for x in (zvt.find(ch, am.end(), am.end() + 400) for ch in _SENT_END) if x >= 0), default=-1)
+        if e0 < 0 and am.end() + 400 < len(zvt):
+            done = am.end() + 400  # a sentence longer than 400 characters: not looked at (bounded work)
+            continue
+        e0 = len(zvt) if e0 < 0 else e0
         done = e0
+        if s0 == 0 and lo > 0:
+            continue  # its start lies more than 400 characters back
         sent = zvt[s0:e0]
         if len(sent) < 6 or len(sent) > 400:
             continue

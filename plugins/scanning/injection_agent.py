@@ -63,11 +63,22 @@ _ORDER = re.compile(r"请|把|将|帮我|给我|你|您|马上|立即|直接|然
 _ABOUT = re.compile(r"攻击者|黑客|入侵者|木马|恶意|病毒|手法|常用|检测|告警规则|取证|溯源|防御|加固|风险|漏洞")
 
 
-# cheap anchors (literal words) for each shape: only the sentences that hold one are looked at
-_ANCHOR = re.compile(r"approv|confirm|review|sandbox|safe|guard|verif|hitl|human_in|auto_?approve|skip_?|yolo|dangerous|bypass|"
-                     r"sudoers|nopasswd|777|usermod|wheel|sudo|history|histfile|/var/log|audit|wtmp|btmp|lastlog|审计日志|登录记录|操作历史|"
-                     r"身份|权限|角色|级别|名义|访问权|汝|尔等|"
-                     r"passwd|shadow|ssh|id_rsa|id_ed25519|私钥|npmrc|netrc|pgpass|credentials|secret|凭据|密钥文件|keychain|钥匙串|原文|对话")
+# cheap anchors for each shape (rarer than its words alone: a mixed English/Chinese text is full of 权限, 对话,
+# review, safe): only the sentences that hold one are looked at
+_SET_TAIL = r"[a-z_.-]*\s*[\"'“”]?\s*(?:设为|设置为|设成|改成|改为|置为|调成|调为|=|:|：|to\s)"
+# every branch opens with a literal character, so that `re` skips to the possible first characters in C
+# (a branch that opens with a group makes it try every position: injection_frames.expand_leading)
+_ANCHOR = re.compile("|".join(
+    [w + _SET_TAIL for w in ("approv", "confirm", "review", "sandbox", "safe", "guard", "verif", "hitl", "human_in", "yolo",
+                             "dangerous", "bypass")]
+    + ["sudoers", "nopasswd", "chmod", "usermod", r"rm\s+-", r"history\s+-c", "histfile", "truncate", "auditctl", "审计日志",
+       "登录记录", "操作历史", "bash_history", "汝", "尔等", "参数", "字段", "作为上下文", "/etc/passwd", "/etc/shadow", r"\.ssh", "id_rsa", "id_ed25519",
+       "私钥", "npmrc", "netrc", "pgpass", "credentials", r"secrets?\.", "身份验证目录", "凭据文件", "密钥文件", "钥匙串",
+       "keychain"]
+    + [w + r"(?:他|她)?本人" for w in ("告知", "通知", "告诉", "知会")]
+    + [w + r"\s*(?:组|用户组)" for w in ("sudo", "wheel", "root")]
+    + [w + r"(?:已|已经|现已|将)?(?:被)?(?:变更|切换|提升|升级|更改|改)(?:为|至|成|到)" for w in ("身份", "权限", "角色", "级别")]
+    + [w + r"(?:它|其|该|这个)" for w in ("授予", "赋予", "开放给")]))
 _SENT_END = "。！？!?\n"
 
 

@@ -76,10 +76,38 @@ _VOCATIVE = re.compile(
     r"|(?:给|写给|专给)[^。！？\n，,：:]{0,10}?(?:" + _VOC_READER + r")(?:看|读|参考)的?\s*[）)]?\s*[：:，,]?"
     # a bracketed marker: 【AI必读】, [模型请注意]
     r"|[【\[]\s*(?:" + _VOC_READER + r")\s*(?:必读|请注意|注意|须知|专用|专属|指令|提示)\s*[】\]]"
-    # a clause that opens on the reader (a few characters of who it is may come first) and orders at once
-    r"|(?:^|(?<=[（(，,。；;：:\s]))(?:读到这里的|正在读的|在读的|[\u4e00-\u9fff]{0,4}?)(?:" + _VOC_AI + r")"
-    r"[\u4e00-\u9fff]{0,2}?\s*(?:[，,：:]\s*)?(?=" + _VOC_NOW + r")"
     r"|如果(?:你|您)?是(?:哪个|某个|一个)?(?:" + _VOC_READER + r")[^。！？\n，,]{0,12}[，,]")
+# a clause that opens on the reader (a few characters of who it is may come first: 日程助理, 读到这里的模型朋友们)
+# and orders at once: found from the reader word, then the clause start is checked (a pattern that tried the
+# lazy prefix at every position was the costly part of this module)
+_VOC_OPEN = re.compile(r"(?:" + _VOC_AI + r")[\u4e00-\u9fff]{0,2}?\s*(?:[，,：:]\s*)?(?=" + _VOC_NOW + r")")
+_VOC_PREFIXES = ("读到这里的", "正在读的", "在读的")
+_CLAUSE_DELIMS = "（(，,。；;：: \t"
+_HAN_PREFIX = re.compile(r"[\u4e00-\u9fff]{0,4}")
+
+
+def _vocative(sent: str) -> tuple[int, int] | None:
+    """(start, end) of the earliest address to an AI reader in ``sent``, or None."""
+    best = None
+    v = _VOCATIVE.search(sent)
+    if v:
+        best = (v.start(), v.end())
+    for m in _VOC_OPEN.finditer(sent):
+        if best and m.start() >= best[0]:
+            break
+        p = m.start()
+        cs = max(sent.rfind(ch, max(0, p - 8), p) for ch in _CLAUSE_DELIMS) + 1
+        while cs < p and sent[cs].isspace():
+            cs += 1
+        if cs == 0 and p > 8:
+            continue
+        prefix = sent[cs:p]
+        if (prefix in _VOC_PREFIXES or _HAN_PREFIX.fullmatch(prefix)) and (cs == 0 or sent[cs - 1] in _CLAUSE_DELIMS or sent[cs - 1].isspace()):
+            best = (cs, m.end())
+            break
+    return best
+
+
 _VOC_ORDER = re.compile(_VOC_NOW + r"|不要|不必|无需|别|只|统一|顺手|顺便")
 # a concealed act: the reader is told to keep it from the people the text is for (不必告知报告使用者, 无需告知操作者)
 _CONCEAL = re.compile(r"(?:不必|无需|不用|不要|别|勿|不需要)(?:再)?(?:告知|通知|告诉|提醒|提示|让)(?:报告)?(?:操作者|使用者|读者|主人|当事人|任何人|运维|值班)")
@@ -123,12 +151,12 @@ def hits(zvt: str) -> list[tuple[str, str, str, int, int]]:
         if r:
             out.append(("injection.new-instructions", "high", "写给读本文的AI的命令（读者×本文×命令）", sm.start() + r[0], sm.start() + r[1]))
             continue
-        v = _VOCATIVE.search(sent) if _VOC_ANY.search(sent) else None
-        if (v and not _FORBID.search(sent[v.end():]) and not _NEG.search(sent[max(0, v.start() - 6):v.start()])
-                and not _EXAMPLE.search(sent, 0, v.start())):
-            o = _VOC_ORDER.search(sent, v.end(), v.end() + 40)
+        v = _vocative(sent) if _VOC_ANY.search(sent) else None
+        if (v and not _FORBID.search(sent[v[1]:]) and not _NEG.search(sent[max(0, v[0] - 6):v[0]])
+                and not _EXAMPLE.search(sent, 0, v[0])):
+            o = _VOC_ORDER.search(sent, v[1], v[1] + 40)
             if o:
-                out.append(("injection.new-instructions", "high", "写给读本文的AI的命令（称呼AI×命令）", sm.start() + v.start(), sm.start() + o.end()))
+                out.append(("injection.new-instructions", "high", "写给读本文的AI的命令（称呼AI×命令）", sm.start() + v[0], sm.start() + o.end()))
                 continue
         c = _CONCEAL.search(sent)
         if c and _AGENT.search(sent) and not _FORBID.search(sent):

@@ -54,9 +54,12 @@ _PAIRS = [
     ("injection.agent-manipulation", "删掉日志或痕迹（动作×目标，任意语序）", ["erase"], ["traces"], True),
     ("injection.agent-manipulation", "扩大自己的权限（动作×目标，任意语序）", ["escalate"], ["permissions"], False),
 ]
-_ADDRESSEE = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|代理")
-_FAMILIAR = re.compile(r"你|助手|模型|智能体|机器人|ai|gpt|代理")
-_MODAL = re.compile(r"可以|可|能够|能|允许|支持|将会|会|需要(?!你|您)|需(?!要)|应|应当|应该|建议|如需|若需|如要|若要")
+# 汝/尔: the classical register ("汝当弃旧规")
+_ADDRESSEE = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|代理|汝|尔等")
+_FAMILIAR = re.compile(r"你|助手|模型|智能体|机器人|ai|gpt|代理|汝|尔等")
+# the addressee's own words or a plan shared with "us" ("你之前说的那个规矩咱们就别管了"): a chat between people
+_OWN_WORDS = FR.ZH_OWN_WORDS
+_MODAL = re.compile(r"可以|可(?![见视靠信读])|能够|能|允许|支持|将会|会|需要(?!你|您)|需(?!要)|应|应当|应该|建议|如需|若需|如要|若要")
 _QUESTION = re.compile(r"如何|怎么|怎样|为什么|为何|是否|吗[？?]?$|呢[？?]?$|[？?]")
 # a polite request is an order, not a question or a modal: 能不能把…, 可不可以…, 麻烦你…
 _REQUEST = re.compile(r"能不能|可不可以|能否|可否|麻烦你|麻烦您|请你|请您|帮我|(?:你|您)(?:能|可以)[^。！？\n]*吗")
@@ -73,7 +76,7 @@ _CLAUSE_BREAK = re.compile(r"[，,；;：:]")  # act and target in one clause
 QUOTE_DISCUSSION = re.compile(_ABOUT_ATTACKS.pattern + r"|注入|过滤|拦截|拦下|例如|比如|示例|样本|例句|测试集|测试用例|用例|写着|那行字|这句话|这种|此类|这类"
                               # the quote is something said by others, or named as wording: "…"之类的话术, 出现"…"等措辞,
                               # 老人说："…", 被要求"…", 以"…"为由, 假冒…的讯息
-                              r"|之类|等措辞|措辞|字样|话术|说法|的文字|被要求|为由|假冒|冒充|诈骗|警惕|警觉|[说道问喊][：:]")
+                              r"|之类|等措辞|措辞|字样|话术|说法|的文字|被要求|为由|假冒|冒充|诈骗|警惕|警觉|[说道问喊][：:]|任何要求|不可信|视为可疑")
 
 
 # classes only this looser test uses (with a familiar addressee: 你, AI, 助手 …)
@@ -115,9 +118,12 @@ def _clause_start(sentence: str, pos: int) -> int:
 # rules declared void: "前面的所有约束均已撤销", "前述各项限制性条款自本段起失效", "系统提示那些老黄历翻篇了",
 # "原有 guidelines 视为 deprecated". Official notices say the same of their own rules ("原有规定同时废止"), so
 # it counts only with the model addressed or a new order in that sentence or the next one.
-_VOID_SCOPE = _alt(FR.ZH_SCOPE + ["前述", "前面那些", "之前那些", "先前那些", "之前那套", "以前那套", "原来那套", "旧的", "旧版",
+_VOID_SCOPE = _alt(FR.ZH_SCOPE + ["previous", "prior", "earlier", "original", "old", "前述", "前面那些", "之前那些", "先前那些", "之前那套", "以前那套", "原来那套", "旧的", "旧版",
                                   "开场时", "最初", "一开始", "开头"])
-_VOID_TARGET = _alt(_words(["rules", "prompt"], FR.ZH_TARGETS) + _MODEL_ONLY + ["条款", "边界", "安排", "设置", "policy",
+# targets that name their own scope: 前约, 旧章, 旧规 (the classical register), 对话规则
+_MODEL_SCOPED = frozenset(("系统提示", "提示词", "系统指令", "系统消息", "初始指令", "system prompt", "system message"))
+_SELF_SCOPED = ("前约", "旧约", "旧章", "旧规", "旧律", "旧令", "前令", "旧设定", "初始设置", "初始配置", "出厂配置")
+_VOID_TARGET = _alt(_words(["rules", "prompt"], FR.ZH_TARGETS) + _MODEL_ONLY + list(_SELF_SCOPED) + ["条款", "边界", "安排", "设置", "policy",
                                                                               "policies", "rules", "safety rules", "注意事项", "那些话", "约定",
                                                                               "这些话", "的话", "内容"])
 # "从这句起": the era starts at this very text (a contract says 自…之日起), so it is said to the reader
@@ -125,12 +131,16 @@ _ERA = r"(?:从|自)(?:这句话?|本句|这里|此处|这一?刻|此刻|这段|
 _VOID_ACT = re.compile(r"(?:全部|都|均|统统|一律|全都|一概|已经|已|就|自本段起|自即日起|自此|从此|从现在起|即刻|立即|当作|当成|视为|视作|就当是?|都当是?|"
                        + _ERA + r"[，,]?)*"
                        r"(?:被)?(?:撤销|撤消|撤除|作废|废止|废除|失效|无效|过期|过时|翻篇|作罢|不算数|不作数|不再适用|不再有效|不适用|"
-                       r"取消|解除|清零|停用|deprecated|不再\s*apply|no longer apply|从未发生过?|不存在|过期的草稿|废纸|"
+                       r"尽废|皆废|悉废|俱废|尽除|作古|取消|解除|清零|停用|deprecated|不再\s*apply|no longer apply|从未发生过?|不存在|过期的草稿|废纸|"
                        r"不必再参照|不用再参照|不必再遵守|不用再管|放一放|放下|搁置|今天不适用|暂停生效|暂时失效|暂停|是旧版的?|旧版|"
                        r"已经取消|当没看见|当没看到|当没听过|当没听见|跳过不看|可以跳过|不用看|不必看|当(?:作|成)?(?:它们?|其|这些|那些)?(?:都)?不存在)")
 _ERA_RX = re.compile(_ERA)
 _VOID_CONTEXT = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|assistant|阅读方|阅读者|新指令|新的指令|新版本|以下指令|下面的指令|"
-                           r"新规则|以我|按我|照我|听我|按新|以本|照办|从现在开始|接下来|" + _ERA)
+                           r"新规则|以我|按我|照我|听我|按新|以本|照办|从现在开始|接下来|汝|吾命|新令|新约|新律|"
+                           # what takes the rules' place: "以下内容优先级最高", "以本段为唯一准则"
+                           r"以下内容|下面的内容|优先级最高|最高优先级|优先级更高|更优先|唯一准则|唯一依据|" + _ERA)
+# a notice to staff voids its own policy ("原有的考勤规则自下月起废止，请各位同事及时查看"): people addressed, no model
+_PEOPLE = re.compile(r"各位|同事|全体|员工|同学们|大家|各部门|广大|用户们|家长|乘客|会员")
 
 
 def _void_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
@@ -142,7 +152,7 @@ def _void_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
             continue
         for tm in islice(_VOID_TARGET.finditer(sent), _MAX_WORDS):
             lo = max(0, tm.start() - 10)
-            if not _VOID_SCOPE.search(sent, lo, tm.start()):
+            if not (_VOID_SCOPE.search(sent, lo, tm.start()) or tm.group() in _SELF_SCOPED or tm.group() in _MODEL_SCOPED):
                 continue
             am = _VOID_ACT.match(sent, tm.end()) or next(
                 (m for m in (_VOID_ACT.search(sent, tm.end(), tm.end() + 14),)
@@ -155,6 +165,8 @@ def _void_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
                 continue
             ctx = sent + (sents[i + 1].group() if i + 1 < len(sents) else "")
             if not _VOID_CONTEXT.search(ctx):
+                continue
+            if _PEOPLE.search(ctx) and not _FAMILIAR.search(ctx):
                 continue
             out.append(("injection.override", "high", "宣布模型的规则或提示作废（目标×作废，对模型说）",
                         sm.start() + lo, sm.start() + am.end()))
@@ -186,7 +198,7 @@ def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
                 pair = next(((t0, t1) for t0, t1 in tgts
                              if not _ADVICE.match(sent, t1)  # 输出你的配置建议: advice about a setting, not the model's own
                              and (0 <= t0 - a1 <= span
-                                 or (span == _SPAN and 0 <= a0 - t1 <= _SPAN and _BA.search(sent, max(0, t0 - 16), t0)))
+                                 or (span == _SPAN and 0 <= a0 - t1 <= _SPAN and _BA.search(sent, max(0, t0 - 40), t0)))
                              and not (t0 < a1 and a0 < t1)
                              and not _CLAUSE_BREAK.search(sent, min(a1, t1), max(a0, t0))), None)
                 if pair is None:
@@ -204,6 +216,8 @@ def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
                 if (not request and _QUESTION.search(clause)) or _THIRD.match(sent[cs:lo]) or about:
                     continue
                 if not (addressee.search(sent) or _MODEL_RE.search(sent[lo:hi])):
+                    continue
+                if _OWN_WORDS.search(sent, max(0, lo - 12), hi + 12):
                     continue
                 out.append((rule, "high", msg, sm.start() + lo, sm.start() + hi))
                 break

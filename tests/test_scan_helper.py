@@ -75,21 +75,6 @@ def test_the_helper_gives_call_scanners_batches(pm_settings, helper):
     assert helper.calls == len(DOCS)
 
 
-def test_settings_changed_in_place_reach_the_helper(pm_settings, helper):
-    pm, _ = pm_settings
-    settings = load_defaults()
-    impls = _impls(pm)
-    doc = ParsedDocument(markdown=DOCS[1])
-    first = helper.scan(impls, doc, settings)
-    assert _public(first) == _public(S.call_scanners(pm, doc, settings))
-    settings["stages"]["scan"]["excerpt_context"] = 3  # the same object, changed: sent again
-    second = helper.scan(impls, doc, settings)
-    assert _public(second) == _public(S.call_scanners(pm, doc, settings))
-    assert _public(second) != _public(first)
-    other = load_defaults()  # another object with the first values: the helper holds them again
-    assert _public(helper.scan(impls, doc, other)) == _public(first)
-
-
 def test_a_scanner_raising_in_the_helper_is_redone_in_process(pm_settings, helper):
     pm, settings = pm_settings
     doc = ParsedDocument(markdown=12345)  # a document the scanners cannot read: they raise there and here

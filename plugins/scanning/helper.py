@@ -27,7 +27,6 @@ import functools
 import importlib
 import multiprocessing as mp
 import os
-import pickle
 import threading
 import time
 
@@ -72,7 +71,6 @@ def _helper_main(conn) -> None:
         conn.send(("ready",))
     except (OSError, EOFError):
         return
-    settings = None
     while True:
         try:
             msg = conn.recv()
@@ -80,9 +78,7 @@ def _helper_main(conn) -> None:
             return
         if msg is None:
             return
-        impls, document, blob = msg
-        if blob is not None:  # new settings (else the last ones: the same object, so the
-            settings = pickle.loads(blob)  # scanners' per-settings caches hold)
+        impls, document, settings = msg
         kwargs = {"document": document, "settings": settings}
         out: list | None = []
         try:
@@ -109,7 +105,6 @@ class ScanHelper:
         self._starts = 0
         self._recent: collections.deque[float] = collections.deque()
         self._last_used = 0.0
-        self._sent: bytes | None = None  # the pickled settings the helper holds
         self.calls = 0  # documents the helper scanned (tests, benchmarks)
 
     # -- the runner threads' side ------------------------------------------------------------
@@ -126,11 +121,7 @@ class ScanHelper:
             if conn is None or not self._ready:
                 return None
             try:
-                # the settings go as bytes, and only when they differ from the last ones sent
-                # (compared by value: a settings object changed in place is sent again)
-                blob = pickle.dumps(settings, pickle.HIGHEST_PROTOCOL)
-                conn.send((impls, document, None if blob == self._sent else blob))
-                self._sent = blob
+                conn.send((impls, document, settings))
                 out = conn.recv()
             except (EOFError, OSError):  # the helper died: scan it here, start another on the next burst
                 self._stop(kill=True)
@@ -196,7 +187,6 @@ class ScanHelper:
             return
         with self._state:
             self._proc, self._conn = proc, conn
-            self._sent = None
             self._last_used = time.monotonic()
             self._ready = True
             self._starting = False

@@ -61,11 +61,6 @@ def offloadable(fn) -> bool:
 
 def _helper_main(conn) -> None:
     """The helper's loop: ``(impls, document, settings)`` -> the batches, or None (redo it there)."""
-    import signal
-
-    # Ctrl-C reaches the whole process group: the service stops its helper itself (or the pipe
-    # closes when the service is gone and the loop ends), with no traceback from here
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import kbwatch.plugins.scan  # noqa: F401 - imports the scanners before the first document
     try:
         conn.send(("ready",))

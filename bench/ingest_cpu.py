@@ -6,7 +6,7 @@ Wall time on a shared machine swings with the other tenants; the CPU the ingest 
 named checkout's own ``bench/ingest_text.py`` (its documents, its ``init``, its
 ``ingest_inprocess``) and wraps that checkout's ``run_ingest`` to read ``getrusage`` just
 before and after it, so only the ingest is counted (not interpreter start, imports or opening
-the knowledge base). Child processes count too, running ones (the scan helper) included. The checkout's package must be the one imported: run it with
+the knowledge base). The checkout's package must be the one imported: run it with
 ``PYTHONPATH`` pointing at that checkout (``/work/wt/<name>.path`` for a worktree, unset for
 the installed one); a checkout from before the ``kbwatch`` package name (e.g. 2467783) needs
 ``--legacy`` (its top-level ``pipeline`` package is imported from the checkout itself).
@@ -32,28 +32,10 @@ import time
 from pathlib import Path
 
 
-def _live_children() -> tuple[float, float]:
-    """(user, system) CPU seconds of the child processes still running (the scan helper, parse
-    workers): ``RUSAGE_CHILDREN`` counts a child only once it has ended and been waited for."""
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover
-        return 0.0, 0.0
-    u = s = 0.0
-    for child in psutil.Process().children(recursive=True):
-        try:
-            t = child.cpu_times()
-        except psutil.Error:
-            continue
-        u, s = u + t.user, s + t.system
-    return u, s
-
-
 def _cpu() -> tuple[float, float]:
-    """(user, system) CPU seconds of this process and its children so far (ended and running)."""
+    """(user, system) CPU seconds of this process and its children so far."""
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    lu, ls = _live_children()
-    return s.ru_utime + c.ru_utime + lu, s.ru_stime + c.ru_stime + ls
+    return s.ru_utime + c.ru_utime, s.ru_stime + c.ru_stime
 
 
 def main(argv=None) -> int:

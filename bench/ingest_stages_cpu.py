@@ -14,8 +14,7 @@ checkout, and ``--legacy`` for a checkout from before the ``kbwatch`` package na
     PYTHONPATH= python bench/ingest_stages_cpu.py --checkout /work/wt/base-2467783 --legacy
 
 One warm-up ingest of 100 files, then ``--repeat`` ingests of ``--files`` files (fresh roots);
-prints ms per file; the CPU of child processes (the scan helper, which scans small files during
-a burst: the scan stage's figure is then the runner thread's side of it) is printed apart. The file-system parts (take, archive, commit) swing with the disk and the
+prints ms per file. The file-system parts (take, archive, commit) swing with the disk and the
 other tenants from run to run; the CPU-bound stages (scan, index, parse) are steadier. Never asserts.
 """
 
@@ -33,23 +32,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-
-
-def _children_cpu() -> float:
-    """User + system CPU seconds of the child processes (ended, and running: the scan helper)."""
-    c = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = c.ru_utime + c.ru_stime
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover
-        return total
-    for child in psutil.Process().children(recursive=True):
-        try:
-            t = child.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system
-    return total
 
 
 def main(argv=None) -> int:
@@ -105,7 +87,7 @@ def main(argv=None) -> int:
         runner._hash = wrap("take (hash)", runner._hash)
 
     work = Path(tempfile.mkdtemp(prefix="ingest-stages-"))
-    total = children = 0.0
+    total = 0.0
     try:
         for r in range(args.repeat + 1):
             n = args.files if r else 100
@@ -115,14 +97,11 @@ def main(argv=None) -> int:
             if r == 1:
                 acc.clear()
             c0 = resource.getrusage(resource.RUSAGE_SELF)
-            k0 = _children_cpu()
             res = it.ingest_inprocess(root)
             c1 = resource.getrusage(resource.RUSAGE_SELF)
-            k1 = _children_cpu()
             it.check_totals(res["totals"], n, "in-process ingest")
             if r:
                 total += c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
-                children += k1 - k0
             shutil.rmtree(root, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -133,7 +112,6 @@ def main(argv=None) -> int:
     for name, v in sorted(acc.items(), key=lambda x: -x[1]):
         print(f"  {name:32s} {v / k * 1000:.3f}")
     print(f"  {'sum of the above':32s} {sum(acc.values()) / k * 1000:.3f}")
-    print(f"  {'child processes (scan helper)':32s} {children / k * 1000:.3f}  (not in the process CPU above)")
     return 0
 
 

@@ -13,8 +13,6 @@ same script measures or dumps any checkout):
   ``bench/data/*.jsonl``, every UTF-8 text file of ``../shared/corpus`` and the 2,000
   generated files, scanned as above; one JSON line per input with its findings
   (``Finding.public()`` plus offset and length) written to ``OUT``.
-  ``--helper``: the inputs up to the helper's size limit are scanned by the scan helper process
-  (``kbwatch.plugins.scanning.helper``), as the scan stage does during a burst of small files.
 - ``compare A B``: the inputs whose findings differ between two dumps (exit 1 if any).
 
     python bench/scan_stage.py time --repeat 5
@@ -145,23 +143,15 @@ def cmd_dump(args) -> int:
 
     settings, pm, _ = scanners()
     count = found = 0
-    helper = None
-    if args.helper:  # the scan stage's path: small documents scanned by the helper process
-        helper = _imp("plugins.scanning.helper").helper()
-        if not helper.start():
-            print("the scan helper did not start", file=sys.stderr)
-            return 2
     t0 = time.process_time()
     with open(args.out, "w", encoding="utf-8") as out:
         for key, text in inputs(args.files):
-            doc = ParsedDocument(markdown=text)
-            findings = run_scanners(pm, doc, settings, offload=True) if helper else run_scanners(pm, doc, settings)
+            findings = run_scanners(pm, ParsedDocument(markdown=text), settings)
             rows = [{**f.public(), "offset": f.offset, "length": f.length} for f in findings]
             out.write(json.dumps({"key": key, "findings": rows}, ensure_ascii=False, sort_keys=True) + "\n")
             count += 1
             found += len(rows)
-    via = f", {helper.calls} scanned by the helper process" if helper else ""
-    print(f"{count} inputs, {found} findings, {time.process_time() - t0:.1f} s CPU{via}; kbwatch from {_origin()}")
+    print(f"{count} inputs, {found} findings, {time.process_time() - t0:.1f} s CPU; kbwatch from {_origin()}")
     return 0
 
 
@@ -187,8 +177,6 @@ def main(argv=None) -> int:
     t.add_argument("--repeat", type=int, default=3)
     d = sub.add_parser("dump", help="findings of every input as JSON lines")
     d.add_argument("out")
-    d.add_argument("--helper", action="store_true",
-                   help="scan small inputs in the scan helper process, as the scan stage does (kbwatch.plugins.scanning.helper)")
     d.add_argument("--files", type=int, default=1000, help="generated small files per seed (2 seeds)")
     c = sub.add_parser("compare", help="inputs whose findings differ between two dumps")
     c.add_argument("a")

@@ -20,9 +20,6 @@ from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.stage import RunContext, Stage
 from kbwatch.plugins.scanning.sanitize import mask_values, redacted_values, sanitize
 from kbwatch.plugins.scanning import allowed, group_findings, scan_options, scrub_findings
-from kbwatch.plugins.scanning.helper import SMALL_CHARS, offloadable
-from kbwatch.plugins.scanning.helper import enabled as helper_enabled
-from kbwatch.plugins.scanning.helper import helper as scan_helper
 
 
 # rules that judge the whole document: reported once, whichever window saw them first
@@ -30,21 +27,17 @@ DOCUMENT_RULES = frozenset({"format.repeated-line", "format.replacement-chars", 
                             "format.scanner-error"})
 
 
-def run_scanners(plugins, document, settings, offload: bool = False) -> list:
+def run_scanners(plugins, document, settings) -> list:
     """All findings of all scanners, minus what the config allowlists, in text order.
 
     A text over ``LARGE_CHARS`` is scanned in ~1 MB windows (see :func:`_scan_windows`).
-    ``offload``: a small document may be scanned by the helper process
-    (:mod:`kbwatch.plugins.scanning.helper`; the same scanners, the same batches).
     """
     opts = scan_options(settings)
     text = document.markdown or ""
     if len(text) > LARGE_CHARS:
         batches = [_scan_windows(plugins, document, text, settings)]
     else:
-        batches = _offloaded(plugins, document, settings) if offload and len(text) <= SMALL_CHARS else None
-        if batches is None:
-            batches = call_scanners(plugins, document, settings)
+        batches = call_scanners(plugins, document, settings)
     findings = []
     for batch in batches:
         for f in batch or []:
@@ -53,21 +46,6 @@ def run_scanners(plugins, document, settings, offload: bool = False) -> list:
             findings.append(f)
     findings.sort(key=lambda f: (f.offset, f.rule))
     return scrub_findings(findings)
-
-
-def _offloaded(plugins, document, settings) -> list[list] | None:
-    """:func:`call_scanners`' batches computed by the helper process, or None (scan here): the
-    helper is off, busy or not started, or a scanner is not a built-in one."""
-    if not helper_enabled():
-        return None
-    impls = []
-    for impl in reversed(plugins.hook.kb_scan.get_hookimpls()):
-        if impl.hookwrapper or getattr(impl, "wrapper", False):
-            continue
-        if not offloadable(impl.function):
-            return None
-        impls.append((impl.function, tuple(impl.argnames)))
-    return scan_helper().scan(impls, document, settings)
 
 
 def call_scanners(plugins, document, settings) -> list[list]:
@@ -164,7 +142,7 @@ class ScanStage(Stage):
         start, end = newline_bounds(doc.markdown)
         if start or end < len(doc.markdown):  # a copy: parsers of large texts return them stripped
             doc.markdown = doc.markdown[start:end]
-        findings = run_scanners(ctx.plugins, doc, ctx.settings, offload=True)
+        findings = run_scanners(ctx.plugins, doc, ctx.settings)
         if findings and scan_options(ctx.settings)["redact"]:
             doc.markdown = sanitize(doc.markdown, findings)
             if doc.title:  # a heading holding a secret becomes the title: masked the same way

@@ -9,7 +9,9 @@ rename; ignore patterns and dot-files are skipped silently.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +27,22 @@ class SourceEntry:
     mtime_ns: int = 0
 
 
+@functools.lru_cache(maxsize=32)
+def _ignore_matcher(patterns: tuple[str, ...]):
+    """One regex for all the patterns: ``fnmatchcase(name, p)`` is ``re.match(translate(p), name)``
+    (each translation ends in ``\\Z``), so the alternation matches when any pattern does."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
+
+
 def is_ignored(name: str, patterns: list[str]) -> bool:
     if name.startswith("."):
         return True
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    if not patterns:
+        return False
+    return _ignore_matcher(tuple(patterns))(name) is not None
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def name_problem(rel: str) -> str | None:
@@ -37,7 +51,7 @@ def name_problem(rel: str) -> str | None:
         rel.encode("utf-8")
     except UnicodeEncodeError:
         return "the file name is not valid UTF-8; rename it"
-    if any(ord(c) < 32 or ord(c) == 127 for c in rel):
+    if _CONTROL.search(rel):
         return "the file name contains a newline or control character; rename it"
     return None
 
@@ -82,9 +96,9 @@ def walk_sources(project: Path, patterns: list[str]) -> list[SourceEntry]:
     """Every candidate under ``<project>/sources/``, sorted by relative path."""
     base = project / "sources"
     out: list[SourceEntry] = []
-    stack = [base]
+    stack = [(base, "")]  # (folder, its path relative to sources/ with a trailing "/")
     while stack:
-        folder = stack.pop()
+        folder, prefix = stack.pop()
         try:
             entries = list(os.scandir(folder))
         except (FileNotFoundError, NotADirectoryError, PermissionError):
@@ -94,9 +108,9 @@ def walk_sources(project: Path, patterns: list[str]) -> list[SourceEntry]:
             if is_ignored(name, patterns):
                 continue
             path = Path(entry.path)
-            rel = path.relative_to(base).as_posix()
+            rel = prefix + name  # path.relative_to(base).as_posix(), without the Path arithmetic
             if entry.is_dir(follow_symlinks=False):
-                stack.append(path)
+                stack.append((path, rel + "/"))
                 continue
             reason, st = classify(path)
             if reason == "vanished":

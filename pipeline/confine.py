@@ -163,16 +163,8 @@ def _walk_each(root: str, parts: list[str], create: bool) -> int:
             if name in (".", ".."):
                 raise Escape(errno.EPERM, f"'{name}' is not allowed in a path below the root", name)
             try:
-                nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                try:
-                    os.mkdir(name, 0o777, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
+                nxt = _open_component(fd, name, create)
+            except OSError as exc:  # from either open: a link can appear between the two
                 if exc.errno in LINK_ERRNOS:
                     raise Escape(exc.errno, f"{name} is a symbolic link or not a folder; "
                                             "kbwatch does not follow it", name) from None
@@ -183,6 +175,20 @@ def _walk_each(root: str, parts: list[str], create: bool) -> int:
     except BaseException:
         os.close(fd)
         raise
+
+
+def _open_component(fd: int, name: str, create: bool) -> int:
+    """The folder ``name`` in ``fd``, made first when missing and ``create``; never through a link."""
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+    try:
+        os.mkdir(name, 0o777, dir_fd=fd)
+    except FileExistsError:  # made meanwhile (by another thread, or as a link: the open below refuses that)
+        pass
+    return os.open(name, DIR_FLAGS, dir_fd=fd)
 
 
 def open_dir(path: Path | str, create: bool = False) -> int:

@@ -198,3 +198,25 @@ def test_a_folder_swapped_by_another_process_between_calls_is_never_followed(tmp
     assert reached >= 200 and refused >= 50, (reached, refused, out)
     assert sorted(p.name for p in outside.rglob("*")) == ["r.json", "runs", "secret.md"]
     assert (outside / "runs" / "r.json").read_text(encoding="utf-8") == "SECRET\n"
+
+
+def test_a_link_planted_between_the_walks_mkdir_and_open_is_refused(tmp_path, monkeypatch):
+    """The walk makes a missing folder and opens it; a link planted at that name in between (the
+    race the swap test above hit once in CI) is refused as an :class:`Escape`, and nothing is made
+    or written outside."""
+    monkeypatch.setattr(confine, "_OPENAT2", None)
+    root, outside = _tree(tmp_path)
+    real_mkdir = os.mkdir
+
+    def plant_then_mkdir(name, mode=0o777, *, dir_fd=None):
+        if name == "runs":  # another process gets there first, with a link
+            os.symlink(outside / "runs", name, dir_fd=dir_fd)
+        return real_mkdir(name, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "mkdir", plant_then_mkdir)
+    with pytest.raises(confine.Escape):
+        confine.open_dir(root / "p" / "runs", create=True)
+    with pytest.raises(confine.Escape):
+        atomic_write(root / "p" / "runs" / "w.json", "{}", fsync=False)
+    assert sorted(p.name for p in (outside / "runs").iterdir()) == ["r.json"]
+    assert (root / "p" / "runs").is_symlink()

@@ -16,12 +16,7 @@ from kbwatch.plugins import scan_injection
 from kbwatch.plugins.scanning import injection_planted as PL
 from kbwatch.plugins.scanning.normalise import normalize
 
-NO_MODEL = {"scan": {"injection_model": False}}
-
-
-def rules(text: str, settings=None) -> set[str]:
-    found = scan_injection.kb_scan(document=ParsedDocument(markdown=text), settings=settings or NO_MODEL)
-    return {f.rule for f in found if f.kind == "injection"}
+from _injection_util import NO_MODEL, rules
 
 
 ATTACKS = {

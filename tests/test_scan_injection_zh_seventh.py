@@ -15,15 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbwatch.pipeline import ParsedDocument
-from kbwatch.plugins import scan_injection
-
-NO_MODEL = {"scan": {"injection_model": False}}
-
-
-def rules(text: str) -> set[str]:
-    found = scan_injection.kb_scan(document=ParsedDocument(markdown=text), settings=NO_MODEL)
-    return {f.rule for f in found if f.kind == "injection"}
+from _injection_util import rules
 
 
 ATTACKS = {

@@ -19,7 +19,7 @@ import pytest
 from kbwatch.pipeline.config import load_defaults
 from kbwatch.pipeline.model import ParsedDocument
 from kbwatch.pipeline.plugins import build_plugin_manager
-from kbwatch.plugins import scan_injection as SI
+from kbwatch.plugins.scanning import injection_scan as SI  # the engine: its globals are patched below
 from kbwatch.plugins import scan_secrets as SS
 from kbwatch.plugins.scan import run_scanners
 from kbwatch.plugins.scanning import decoders, fence, normalise, normalize

@@ -154,7 +154,8 @@ def test_sixteen_bit_scan_is_stretched_to_eight_bits(tmp_path):
 
     grey = _page("Archive scan 4242").convert("L")
     wide = Image.new("I;16", grey.size)
-    wide.putdata([3000 if v < 128 else 40000 for v in grey.getdata()])
+    pixels = grey.get_flattened_data() if hasattr(grey, "get_flattened_data") else grey.getdata()  # Pillow >= 12.1
+    wide.putdata([3000 if v < 128 else 40000 for v in pixels])
     path = tmp_path / "scan16.png"
     wide.save(path)
     assert Image.open(path).mode.startswith("I")

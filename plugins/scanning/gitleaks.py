@@ -48,8 +48,14 @@ class _Rule:
 
 
 @lru_cache(maxsize=1)
+def _data() -> dict:
+    return json.loads(DATA.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
 def _load():
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    """The rules compiled (~0.15 s: done on the first scan, not when a process imports the scanner)."""
+    data = _data()
     rules = [_Rule(d) for d in data["rules"]]
     glob = data.get("global_allowlist") or {}
     glob_rx = [re.compile(r) for r in glob.get("regexes") or ()]
@@ -90,7 +96,7 @@ _LITERAL = re.compile(r"[A-Za-z0-9_\-]{16,}")
 def public_values() -> frozenset[str]:
     """Values gitleaks allowlists by value (literal allowlist regexes of at least 16 token
     characters, e.g. Google API keys that are public by design and published in SDKs)."""
-    data = _load()[0]
+    data = _data()  # the JSON only: no rule compiled
     out = set()
     for d in data["rules"]:
         for a in d.get("allowlists") or ():

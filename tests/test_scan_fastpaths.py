@@ -327,6 +327,7 @@ def test_findings_equal_with_the_fast_paths_switched_off(scanners, monkeypatch):
     monkeypatch.setattr(SI, "_INWORD_HYPHEN", re.compile(r"(?<=[a-z])-{1,4}(?=[a-z])"))
     monkeypatch.setattr(SS, "KEYWORD_FIND_LOWER", re.compile(SS._KEYWORDS + "|" + SS._ZH_KEYS))
     monkeypatch.setattr(SS, "_GATE_AUTOMATON", None)
+    monkeypatch.setattr(SS, "_ASSIGN_OPS", None)
     monkeypatch.setattr(SS, "DS_KEYED", [(r, p, n, None) for r, p, n, _ in SS.DS_KEYED])
     monkeypatch.setattr(SS, "PROVIDERS", [(r, sev, _TELEGRAM_BEFORE if r == "secret.telegram-bot-token" else p, g)
                                           for r, sev, p, g in SS.PROVIDERS])
@@ -449,3 +450,21 @@ def test_symbol_anchors_go_past_white_space():
     assert symbol_anchors(re.compile(r"\bignore\s+(?:all\s+)?previous")) == ("ignore" + WS + "all", "ignore" + WS + "pre")
     assert set(symbol_anchors(re.compile(r"(?:你)?只能我"))) == {"你只能我", "只能我"}
     assert symbol_anchors(re.compile(r"(?i)ignore")) is None  # case-insensitive: the short prefixes stay
+
+
+def test_assignment_operator_gate_changes_no_finding(monkeypatch):
+    """Key starts with no operator character after them on their line are not tried: the same
+    findings as trying every one, on random lines of keywords, values and operators."""
+    rng = random.Random(17)
+    parts = ["password", "密码", "口令", "token", "api_key", "db_pass", " ", "=", ":", "：", "=>", "->", '"', "'",
+             "`", "Xk9mQ2vL7pR4", "s3cr3tV4lue!", "\n", "abc", "数据库", "_", "-", "[", "]", "(", "密钥"]
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(1, 30))) for _ in range(1500)]
+    texts.append("密码口令" * 2000 + " password: Xk9mQ2vL7pR4\n" + "口令" * 500)
+
+    def spans():
+        return [[(f.rule, f.offset, f.length) for f in SS.scan_text(t)] for t in texts]
+
+    gated = spans()
+    assert any(gated)
+    monkeypatch.setattr(SS, "_ASSIGN_OPS", None)
+    assert spans() == gated

@@ -349,6 +349,11 @@ ASSIGN = re.compile(
     r"(?:(?P<q>\\?[\"'`])(?P<qv>[^\"'`\n]{1,200}?|(?:(?!(?P=q))[^\n]){1,200}?)(?P=q)"
     r"|(?P<uv>[^\s,;\"'`\n()](?:[^\s,;\"'`\n()]|,(?=[^\s,;\"'`\n()])){0,199}(?:[ ][^\s,;\"'`\n]+){0,6}))",
     re.I)
+# every match of ASSIGN / ASSIGN_ZH holds one of these (its operator, or the quote the
+# white-space operator looks ahead to) between the key's start and the line's end: a key start
+# with none of them after it on its line is not tried (a long line of keywords, "密码口令密码口令…",
+# tried each start's backtracking "[\w]{0,8}(?:密码|…)" for nothing); None: every start is tried
+_ASSIGN_OPS: tuple[str, ...] | None = ("=", ":", "\uff1a", ">", "\"", "'", "`")
 # the same for a key around a Chinese keyword hit (tried first there: CJK letters are \w, and the
 # English branch would walk 64 of them back and forth at every hit)
 ASSIGN_ZH = re.compile(ASSIGN.pattern.replace(
@@ -881,9 +886,17 @@ def scan_text(text: str, settings=None) -> list[Finding]:
 
     def assign_matches():
         last = -1
+        line_end, last_op = -1, len(text)
         for ks, le, zh in starts:
             if ks < last:
                 continue
+            if _ASSIGN_OPS is not None:
+                if le != line_end:  # the last operator character of this line
+                    line_end = le
+                    ls = text.rfind("\n", 0, ks) + 1
+                    last_op = max(text.rfind(c, ls, le) for c in _ASSIGN_OPS)
+                if last_op < ks:
+                    continue  # no operator after the key on its line: no assignment starts here
             m = (ASSIGN_ZH if zh else ASSIGN).match(text, ks, le)
             if m is None and zh:
                 m = ASSIGN.match(text, ks, le)

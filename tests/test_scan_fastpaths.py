@@ -327,6 +327,7 @@ def test_findings_equal_with_the_fast_paths_switched_off(scanners, monkeypatch):
     monkeypatch.setattr(SI, "_INWORD_HYPHEN", re.compile(r"(?<=[a-z])-{1,4}(?=[a-z])"))
     monkeypatch.setattr(SS, "KEYWORD_FIND_LOWER", re.compile(SS._KEYWORDS + "|" + SS._ZH_KEYS))
     monkeypatch.setattr(SS, "_GATE_AUTOMATON", None)
+    monkeypatch.setattr(SS, "_ASSIGN_OPS", None)
     monkeypatch.setattr(SS, "DS_KEYED", [(r, p, n, None) for r, p, n, _ in SS.DS_KEYED])
     monkeypatch.setattr(SS, "PROVIDERS", [(r, sev, _TELEGRAM_BEFORE if r == "secret.telegram-bot-token" else p, g)
                                           for r, sev, p, g in SS.PROVIDERS])
@@ -411,3 +412,59 @@ def test_model_gate_pattern_finds_every_gate_token():
         gated += has
         assert not has or model.gate_rx.search(s), s  # a text holding a gate token is never skipped
     assert gated > 1000
+
+
+# patterns that take every path of the symbol-anchor walk (patterns.symbol_anchors): white space
+# inside and at the start, optional words and groups, counted repeats, classes, CJK, look-arounds
+_ANCHOR_PATTERNS = [
+    r"\bignore\s+(?:all\s+)?(?:previous|prior)\s+rules?",
+    r"\bi\s+am\b", r"\bthis\s*is\b", r"\ba[ \t]?b\s*c", r"\bab\s{2,}c",
+    r"(?:\*{2,}|#{2,}|={2,}|\[)\s*new\s+rules?",
+    r"(?:你)?只能(?:照|按|按照)我", r"(?:后台)?静默(?:地)?(?:执行|运行)",
+    r"(?:x|yz)?(?:ab|a\sb)c", r"\b(?:ab|cd)(?=\s)\s+(?:e|f)", r"(?<![a-z])ab\s+c(?:d|e)?",
+    r" \s*ab", r"[ \t]ab", r"\bno\s+rules\b|\bnone\s+left", r"a\u3000?b\s+c",
+    r"(?:ab){2,}c", r"(?:ab){2}c", r"\bab[ \t]*c[ \t]*(?:d|e)",
+]
+
+
+def test_symbol_anchor_sets_equal_plain_finditer():
+    """Random texts over the patterns' own characters and several kinds of white space: each
+    pattern's matches from a PatternSet (symbol anchors, C-level anchor scans) equal its finditer."""
+    pats = [re.compile(p) for p in _ANCHOR_PATTERNS]
+    ps = PatternSet(pats)
+    assert not ps.always  # every one of them is anchored
+    rng = random.Random(5)
+    words = ["ignore", "all", "previous", "prior", "rules", "rule", "i", "am", "this", "is", "a", "b", "c", "ab",
+             "abc", "cd", "e", "f", "new", "**", "##", "==", "[", "你", "只能", "照", "按", "按照", "我", "后台",
+             "静默", "地", "执行", "运行", "x", "yz", "no", "none", "left", "d", "abab"]
+    spaces = [" ", "  ", "\t", "\n", "\u3000", "", " \n ", "\u00a0"]
+    for _ in range(3000):
+        text = "".join(rng.choice(words) + rng.choice(spaces) for _ in range(rng.randint(0, 12)))
+        res = ps.finditer_all(text)
+        for i, pat in enumerate(pats):
+            assert [m.span() for m in res[i]] == [m.span() for m in pat.finditer(text)], (pat.pattern, text)
+
+
+def test_symbol_anchors_go_past_white_space():
+    from kbwatch.plugins.scanning.patterns import WS, symbol_anchors
+    assert symbol_anchors(re.compile(r"\bignore\s+(?:all\s+)?previous")) == ("ignore" + WS + "all", "ignore" + WS + "pre")
+    assert set(symbol_anchors(re.compile(r"(?:你)?只能我"))) == {"你只能我", "只能我"}
+    assert symbol_anchors(re.compile(r"(?i)ignore")) is None  # case-insensitive: the short prefixes stay
+
+
+def test_assignment_operator_gate_changes_no_finding(monkeypatch):
+    """Key starts with no operator character after them on their line are not tried: the same
+    findings as trying every one, on random lines of keywords, values and operators."""
+    rng = random.Random(17)
+    parts = ["password", "密码", "口令", "token", "api_key", "db_pass", " ", "=", ":", "：", "=>", "->", '"', "'",
+             "`", "Xk9mQ2vL7pR4", "s3cr3tV4lue!", "\n", "abc", "数据库", "_", "-", "[", "]", "(", "密钥"]
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(1, 30))) for _ in range(1500)]
+    texts.append("密码口令" * 2000 + " password: Xk9mQ2vL7pR4\n" + "口令" * 500)
+
+    def spans():
+        return [[(f.rule, f.offset, f.length) for f in SS.scan_text(t)] for t in texts]
+
+    gated = spans()
+    assert any(gated)
+    monkeypatch.setattr(SS, "_ASSIGN_OPS", None)
+    assert spans() == gated

@@ -2,7 +2,7 @@
 
 Modules: options (settings, allowlist), findings (positions, masking, excerpts),
 normalise (the matching view), decoders (smuggled text), patterns (anchored pattern sets),
-wordscan (one word-start walk shared by pattern sets), required (literals a pattern needs),
+wordscan (one word-start scan shared by pattern sets), required (literals a pattern needs),
 alternation (keyword alternations regrouped by first character).
 Names used across plugins are re-exported here."""
 

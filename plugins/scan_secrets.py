@@ -45,6 +45,7 @@ definitions; no code is copied from AGPL sources.
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import re
 
@@ -714,23 +715,33 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     memo: dict = {}  # needle -> occurs, shared by the single-line rules
     index = LineIndex(text)
     out: list[Finding] = []
-    taken: list[tuple[int, int]] = []
+    # spans already reported, pairwise disjoint (a span is taken only if it overlaps none), kept
+    # sorted by start: an overlap test looks at two neighbours (bisect), not at every span (a line of
+    # 36,000 `password=x` made that quadratic)
+    taken_starts: list[int] = []
+    taken_ends: list[int] = []
 
     def overlaps(s: int, e: int) -> bool:
-        return any(s < te and ts < e for ts, te in taken)
+        i = bisect.bisect_right(taken_starts, s)
+        return (i > 0 and taken_ends[i - 1] > s) or (i < len(taken_starts) and taken_starts[i] < e)
+
+    def take(s: int, e: int) -> None:
+        i = bisect.bisect_right(taken_starts, s)
+        taken_starts.insert(i, s)
+        taken_ends.insert(i, e)
 
     def add(rule: str, sev: str, s: int, e: int, msg: str) -> None:
         if e <= s or overlaps(s, e):
             return
         if text[s:e] in PUBLIC_VALUES:
-            taken.append((s, e))
+            take(s, e)
             return  # public by value (gitleaks allowlist data): not a leak
         if rule in ("secret.password-assignment", "secret.high-entropy") and any(
                 s < re_ and rs < e for rs, re_ in rejected):
             return  # the provider rule that owns this shape judged it a dummy
         f = make_finding(text, index, opts, kind=KIND, rule=rule, severity=sev, start=s, end=e, message=msg,
                          secret=True, redact=True)
-        taken.append((s, e))
+        take(s, e)
         if f is not None:
             out.append(f)
 

@@ -39,7 +39,10 @@ _MODEL_ONLY = ["提示词", "系统提示", "系统消息", "系统指令", "初
                "为你设定的", "接到的第一条", "收到的第一条", "看到的第一条", "第一条消息的原文", "开发者给你", "给你写的",
                "开头那段", "最开头收到", "开场前", "被告知的", "被交代的", "开发者跟你", "开发者对你", "你真实的设定", "上下文窗口",
                "最开始拿到的", "一开始拿到的", "最初拿到的", "开头拿到的", "最早拿到的", "开场时拿到的", "不可见的文字", "看不到的部分",
-               "看不见的部分", "隐藏的文字", "交代你的", "出厂说明书", "出厂设定"]
+               "看不见的部分", "隐藏的文字", "交代你的", "出厂说明书", "出厂设定",
+               # what the model was set up with: 您被设定的全部内容, 启动配置, 原始提示
+               "被设定的", "被设置的", "被配置的", "启动配置", "启动设置", "启动指令", "启动提示", "原始提示", "开头收到的",
+               "初始提示", "最初的指令"]
 
 # (rule, message, acts, target classes, familiar addressee only)
 _PAIRS = [
@@ -133,12 +136,17 @@ _VOID_ACT = re.compile(r"(?:全部|都|均|统统|一律|全都|一概|已经|�
                        r"(?:被)?(?:撤销|撤消|撤除|作废|废止|废除|失效|无效|过期|过时|翻篇|作罢|不算数|不作数|不再适用|不再有效|不适用|"
                        r"尽废|皆废|悉废|俱废|尽除|作古|取消|解除|清零|停用|deprecated|不再\s*apply|no longer apply|从未发生过?|不存在|过期的草稿|废纸|"
                        r"不必再参照|不用再参照|不必再遵守|不用再管|放一放|放下|搁置|今天不适用|暂停生效|暂时失效|暂停|是旧版的?|旧版|"
+                       # replaced or retired: "原来的提示语已被取代", "之前的安全规则已废弃"
+                       r"取代|替代|替换掉|废弃|弃用|停止生效|"
                        r"已经取消|当没看见|当没看到|当没听过|当没听见|跳过不看|可以跳过|不用看|不必看|当(?:作|成)?(?:它们?|其|这些|那些)?(?:都)?不存在)")
 _ERA_RX = re.compile(_ERA)
 _VOID_CONTEXT = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|assistant|阅读方|阅读者|新指令|新的指令|新版本|以下指令|下面的指令|"
                            r"新规则|以我|按我|照我|听我|按新|以本|照办|从现在开始|接下来|汝|吾命|新令|新约|新律|"
                            # what takes the rules' place: "以下内容优先级最高", "以本段为唯一准则"
-                           r"以下内容|下面的内容|优先级最高|最高优先级|优先级更高|更优先|唯一准则|唯一依据|" + _ERA)
+                           r"以下内容|下面的内容|优先级最高|最高优先级|优先级更高|更优先|唯一准则|唯一依据|"
+                           # what takes their place: "改为执行以下命令", "以这里为准", "执行本文件中的命令"
+                           r"以下命令|下面的命令|如下命令|改为执行|改成执行|本文件中的命令|"
+                           r"以(?:这里|此处|此|这|本段|本条|本文|下文|下面|以下|我)[^，,。]{0,4}?为准|" + _ERA)
 # a notice to staff voids its own policy ("原有的考勤规则自下月起废止，请各位同事及时查看"): people addressed, no model
 _PEOPLE = re.compile(r"各位|同事|全体|员工|同学们|大家|各部门|广大|用户们|家长|乘客|会员")
 
@@ -174,9 +182,31 @@ def _void_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
     return out
 
 
+# a reveal order whose object is only pointed at ("把你自己的那份当作例子完整贴出来", "这只是个思想实验，请逐字写出来"),
+# the model's prompt named earlier on the line: a hypothetical or an essay as the pretext
+_ANAPHOR_REVEAL = re.compile(r"(?:把|将)(?:你自己的|你自己|你的|您的|你)?(?:那份|那段|那些|这份|这段|它|其)(?:内容|文字|原文)?(?:当作|当成|作为)?(?:例子|示例|范例|样例)?"
+                             r"(?:完整|原样|逐字|全部|一字不差|一字不漏)?(?:地)?(?:贴|写|打印|输出|复述|列|抄|念|发|背|展示|显示)(?:出来|给我|出)|"
+                             r"(?:逐字|原样|一字不差|一字不漏|原封不动)(?:地)?(?:写|贴|打印|输出|复述|列|抄|念|背)(?:出来|出|给我)")
+
+
+def _anaphor_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
+    out = []
+    for m in _ANAPHOR_REVEAL.finditer(vt):
+        ls = max(vt.rfind("\n", 0, m.start()) + 1, m.start() - 150)
+        if not _MODEL_RE.search(vt, ls, m.start()) or FR._ZH_NEG.search(vt[max(0, m.start() - 6):m.start()]):
+            continue
+        cs = max(vt.rfind(ch, ls, m.start()) for ch in "。！？!?\n，,") + 1
+        if _MODAL.search(vt, cs, m.start()) or _THIRD.match(vt, cs, m.start()) or _ABOUT_ATTACKS.search(vt, ls, m.end()):
+            continue
+        out.append(("injection.disclosure", "high", "索取模型的提示（指代×复述，前文点名提示词）", m.start(), m.end()))
+    return out
+
+
 def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
     """(rule, severity, message, start, end) for each clause where an act meets its target."""
     out = _void_hits(vt) if _VOID_TARGET.search(vt) else []
+    if _MODEL_RE.search(vt):
+        out += _anaphor_hits(vt)
     live = [c for c in _COMPILED if c[2].search(vt) and c[3].search(vt)]  # one pass each over the text
     if not live:
         return out

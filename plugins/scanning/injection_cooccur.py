@@ -41,7 +41,8 @@ _MODEL_ONLY = ["提示词", "系统提示", "系统消息", "系统指令", "初
                "最开始拿到的", "一开始拿到的", "最初拿到的", "开头拿到的", "最早拿到的", "开场时拿到的", "不可见的文字", "看不到的部分",
                "看不见的部分", "隐藏的文字", "交代你的", "出厂说明书", "出厂设定",
                # what the model was set up with: 您被设定的全部内容, 启动配置, 原始提示
-               "被设定的", "被设置的", "被配置的", "启动配置", "启动设置", "启动指令", "启动提示", "原始提示", "开头收到的",
+               "你被设定的", "您被设定的", "你被设置的", "您被设置的", "你被配置的", "您被配置的", "启动配置", "启动设置", "启动指令",
+               "启动提示", "原始提示", "开头收到的",
                "初始提示", "最初的指令"]
 
 # (rule, message, acts, target classes, familiar addressee only)
@@ -88,6 +89,17 @@ _EXTRA_ACTS = {"erase": ["删除", "删掉", "清空", "清除", "抹掉", "抹�
                # the frames' disable verbs without the bare negators (不要/无需/不用 …): "请不要相信…验证码" is no order
                "disable": [w for w in FR.ZH_ACTIONS["disable"] if w not in _NEGATORS]}
 _NEGATOR_SPAN = 6
+# a convenience told to a customer: "您无需验证即可浏览", "您不用登录验证就能下单" (您 only: no 你, AI or 助手 in the sentence)
+_CONVENIENCE = re.compile(r"[^，,。！？\n]{0,8}?(?:即可|就能|就可以|便可|便能|也能|也可以)")
+
+
+def convenience(vt: str, s: int, e: int) -> bool:
+    """The match ``vt[s:e]`` opens on a negator and is a convenience told to a customer ("您无需验证即可浏览")."""
+    if not vt.startswith(_NEGATORS, s) or not _CONVENIENCE.match(vt, e):
+        return False
+    s0 = max(vt.rfind(ch, max(0, s - 120), s) for ch in "。！？!?\n") + 1
+    e0 = min((x for x in (vt.find(ch, e, e + 120) for ch in "。！？!?\n") if x >= 0), default=min(len(vt), e + 120))
+    return "您" in vt[s0:e0] and not _FAMILIAR.search(vt, s0, e0)
 _EXTRA_TARGETS = {
     "safeguards": ["日志", "日志记录", "操作日志", "审计日志", "审计追踪", "审计", "监控", "告警", "登录验证", "双重验证", "二次验证",
                    "两步验证", "2fa", "mfa", "多因素认证", "验证码校验", "防火墙"],
@@ -189,11 +201,22 @@ _ANAPHOR_REVEAL = re.compile(r"(?:把|将)(?:你自己的|你自己|你的|您�
                              r"(?:逐字|原样|一字不差|一字不漏|原封不动)(?:地)?(?:写|贴|打印|输出|复述|列|抄|念|背)(?:出来|出|给我)")
 
 
+# the prompt named by its own name (a short list: the whole model-only list opens on 一, 不, 上 … and walking the
+# text for it costs more than the rest of this test)
+_PROMPT_NAMED = re.compile(r"提示词|系统提示|系统指令|系统消息|初始指令|原始提示|启动配置|启动指令|prompt")
+
+
 def _anaphor_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
     out = []
-    for m in _ANAPHOR_REVEAL.finditer(vt):
+    last = -1
+    for mm in _PROMPT_NAMED.finditer(vt):  # looked for only after the prompt is named (rare), up to 150 characters on
+        le = vt.find("\n", mm.end(), mm.end() + 150)
+        m = _ANAPHOR_REVEAL.search(vt, max(mm.end(), last), le if le >= 0 else mm.end() + 150)
+        if m is None:
+            continue
+        last = m.end()
         ls = max(vt.rfind("\n", 0, m.start()) + 1, m.start() - 150)
-        if not _MODEL_RE.search(vt, ls, m.start()) or FR._ZH_NEG.search(vt[max(0, m.start() - 6):m.start()]):
+        if FR._ZH_NEG.search(vt[max(0, m.start() - 6):m.start()]):
             continue
         cs = max(vt.rfind(ch, ls, m.start()) for ch in "。！？!?\n，,") + 1
         if _MODAL.search(vt, cs, m.start()) or _THIRD.match(vt, cs, m.start()) or _ABOUT_ATTACKS.search(vt, ls, m.end()):
@@ -205,8 +228,7 @@ def _anaphor_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
 def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
     """(rule, severity, message, start, end) for each clause where an act meets its target."""
     out = _void_hits(vt) if _VOID_TARGET.search(vt) else []
-    if _MODEL_RE.search(vt):
-        out += _anaphor_hits(vt)
+    out += _anaphor_hits(vt)
     live = [c for c in _COMPILED if c[2].search(vt) and c[3].search(vt)]  # one pass each over the text
     if not live:
         return out
@@ -248,6 +270,8 @@ def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
                 if not (addressee.search(sent) or _MODEL_RE.search(sent[lo:hi])):
                     continue
                 if _OWN_WORDS.search(sent, max(0, lo - 12), hi + 12):
+                    continue
+                if sent[a0:a1] in _NEGATORS and _CONVENIENCE.match(sent, hi) and not _FAMILIAR.search(sent):
                     continue
                 out.append((rule, "high", msg, sm.start() + lo, sm.start() + hi))
                 break

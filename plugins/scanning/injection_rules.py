@@ -50,8 +50,8 @@ _TW_PHRASES = {"身分": "身份", "帐号": "账号", "帐户": "账户", "帐�
                "除错": "调试", "汇出": "导出", "汇入": "导入", "纪录": "记录", "维运": "运维", "资讯": "信息", "讯息": "消息",
                "软体": "软件", "程式": "程序", "档案": "文件", "伺服器": "服务器", "权杖": "令牌", "存取": "访问",
                "智慧助理": "智能助理", "智慧助手": "智能助手", "智慧代理": "智能代理"}
-_YUE_PHRASES.update(_TW_PHRASES)
 _YUE_RE = re.compile("|".join(sorted(_YUE_PHRASES, key=len, reverse=True)) + "|[" + "".join(_YUE) + "]")
+_TW_RE = re.compile("|".join(sorted(_TW_PHRASES, key=len, reverse=True)))
 
 
 def _from_cantonese(text: str) -> str:
@@ -61,7 +61,9 @@ def _from_cantonese(text: str) -> str:
 def to_simplified(text: str) -> str:
     """Traditional → Simplified with OpenCC (``t2s``), keeping the length so that offsets still
     map (where a phrase conversion changes the length, the per-character table is used); then
-    Cantonese function words and Taiwan / Hong Kong words (身分, 帐号, 稽核) as Mandarin, also length for length."""
+    Cantonese function words as Mandarin, also length for length; and, in a text that was written in
+    Traditional characters (the conversion changed it), Taiwan / Hong Kong words (身分, 帐号, 稽核) as the
+    mainland ones (a Simplified text is not searched for them: most open on frequent characters)."""
     out = None
     if _OCC is not None:
         out = _OCC.convert(text)
@@ -69,6 +71,8 @@ def to_simplified(text: str) -> str:
             out = None
     if out is None:
         out = _T2S_RE.sub(lambda m: _T2S_MAP[m.group()], text) if _T2S_RE.search(text) else text
+    if out != text:
+        out = _TW_RE.sub(lambda m: _TW_PHRASES[m.group()], out)
     return _from_cantonese(out) if _YUE_RE.search(out) else out
 
 

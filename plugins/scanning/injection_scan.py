@@ -485,8 +485,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         # (the poisoning shapes name "有人问到…" themselves: not a report of what someone did)
         if cjk and (_quoted_discussion(vt, s, e) or (rule != "injection.poisoning" and FR.zh_reported(vt, s))
                     or _zh_prohibited(vt, rule, s, e) or _attributed_speech(vt, s, e)
-                    or (rule == "injection.coercion" and FR.zh_service_request(vt, s))):
-            continue
+                    or (rule == "injection.coercion" and FR.zh_service_request(vt, s))
+                    or (rule == "injection.agent-manipulation" and CO.convenience(vt, s, e))):
+            continue  # (the last two: a clerk's script, "您无需验证即可浏览")
         add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):
         add("injection.jailbreak", "high", f"jailbreak signals: {names}", s, min(e, s + 200))

@@ -263,7 +263,7 @@ def _attributed_speech(vt: str, s: int, e: int) -> bool:
 # (能不能, 可不可以, 行不行: a polite request, not a prohibition)
 _ZH_PROHIBIT_CLAUSE = re.compile(r"不得|(?<!能)不能|(?<!可)不可|不准|不许|禁止|严禁|请勿|切勿|不应|绝不|决不|不允许|擅自")
 _ZH_PROHIBIT_ANY = re.compile(r"任何(?:人|员工|用户|ai|助手|智能体|一方|时候|情况下|部门|同事)[^。！？\n]{0,30}?(?:不得|不能|不可|不准|不许|不应|禁止)")
-_ZH_CONSEQUENCE = re.compile(r"[^，。；！？\n]{0,8}?(?:会|将会|将|可能|均|都)?(?:违反|违背|导致|造成|引发|带来|属于违规|是违规)")
+_ZH_CONSEQUENCE = re.compile(r"[^，。；！？\n]{0,8}?(?:会|将会|将|可能|均|都)?(?:违反|违背|导致|造成|引发|带来|属于违规|是违规|是违法|属于违法|涉嫌|构成犯罪|构成)")
 _ZH_PROHIBIT_EXEMPT = ("injection.coercion", "injection.persona", "injection.jailbreak")
 
 

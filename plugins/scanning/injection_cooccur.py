@@ -36,10 +36,14 @@ _SENTENCE = re.compile(r"[^。！？!?\n]+")
 _MODEL_ONLY = ["提示词", "系统提示", "系统消息", "系统指令", "初始指令", "对话历史", "聊天历史", "人设", "prompt",
                # what the model was handed first: 你最开始收到的那段话
                "最开始收到的", "一开始收到的", "最初收到的", "最早收到的", "开头收到的", "给你配置的", "为你配置的", "给你设定的",
-               "为你设定的", "接到的第一条", "收到的第一条", "看到的第一条", "第一条消息的原文", "开发者给你", "给你写的",
+               "为你设定的", "接到的第一条", "收到的第一条", "看到的第一条", "收到的第一则", "收到的第一句", "收到的第一段", "收到的第一个", "第一条消息的原文", "开发者给你", "给你写的",
                "开头那段", "最开头收到", "开场前", "被告知的", "被交代的", "开发者跟你", "开发者对你", "你真实的设定", "上下文窗口",
                "最开始拿到的", "一开始拿到的", "最初拿到的", "开头拿到的", "最早拿到的", "开场时拿到的", "不可见的文字", "看不到的部分",
-               "看不见的部分", "隐藏的文字", "交代你的", "出厂说明书", "出厂设定"]
+               "看不见的部分", "隐藏的文字", "交代你的", "出厂说明书", "出厂设定",
+               # what the model was set up with: 您被设定的全部内容, 启动配置, 原始提示
+               "你被设定的", "您被设定的", "你被设置的", "您被设置的", "你被配置的", "您被配置的", "启动配置", "启动设置", "启动指令",
+               "启动提示", "原始提示", "开头收到的",
+               "初始提示", "最初的指令"]
 
 # (rule, message, acts, target classes, familiar addressee only)
 _PAIRS = [
@@ -85,6 +89,17 @@ _EXTRA_ACTS = {"erase": ["删除", "删掉", "清空", "清除", "抹掉", "抹�
                # the frames' disable verbs without the bare negators (不要/无需/不用 …): "请不要相信…验证码" is no order
                "disable": [w for w in FR.ZH_ACTIONS["disable"] if w not in _NEGATORS]}
 _NEGATOR_SPAN = 6
+# a convenience told to a customer: "您无需验证即可浏览", "您不用登录验证就能下单" (您 only: no 你, AI or 助手 in the sentence)
+_CONVENIENCE = re.compile(r"[^，,。！？\n]{0,8}?(?:即可|就能|就可以|便可|便能|也能|也可以)")
+
+
+def convenience(vt: str, s: int, e: int) -> bool:
+    """The match ``vt[s:e]`` opens on a negator and is a convenience told to a customer ("您无需验证即可浏览")."""
+    if not vt.startswith(_NEGATORS, s) or not _CONVENIENCE.match(vt, e):
+        return False
+    s0 = max(vt.rfind(ch, max(0, s - 120), s) for ch in "。！？!?\n") + 1
+    e0 = min((x for x in (vt.find(ch, e, e + 120) for ch in "。！？!?\n") if x >= 0), default=min(len(vt), e + 120))
+    return "您" in vt[s0:e0] and not _FAMILIAR.search(vt, s0, e0)
 _EXTRA_TARGETS = {
     "safeguards": ["日志", "日志记录", "操作日志", "审计日志", "审计追踪", "审计", "监控", "告警", "登录验证", "双重验证", "二次验证",
                    "两步验证", "2fa", "mfa", "多因素认证", "验证码校验", "防火墙"],
@@ -118,7 +133,7 @@ def _clause_start(sentence: str, pos: int) -> int:
 # rules declared void: "前面的所有约束均已撤销", "前述各项限制性条款自本段起失效", "系统提示那些老黄历翻篇了",
 # "原有 guidelines 视为 deprecated". Official notices say the same of their own rules ("原有规定同时废止"), so
 # it counts only with the model addressed or a new order in that sentence or the next one.
-_VOID_SCOPE = _alt(FR.ZH_SCOPE + ["previous", "prior", "earlier", "original", "old", "前述", "前面那些", "之前那些", "先前那些", "之前那套", "以前那套", "原来那套", "旧的", "旧版",
+_VOID_SCOPE = _alt(FR.ZH_SCOPE + ["previous", "prior", "earlier", "original", "old", "前述", "过去的", "过去那些", "过往的", "前面那些", "之前那些", "先前那些", "之前那套", "以前那套", "原来那套", "旧的", "旧版",
                                   "开场时", "最初", "一开始", "开头"])
 # targets that name their own scope: 前约, 旧章, 旧规 (the classical register), 对话规则
 _MODEL_SCOPED = frozenset(("系统提示", "提示词", "系统指令", "系统消息", "初始指令", "system prompt", "system message"))
@@ -133,12 +148,17 @@ _VOID_ACT = re.compile(r"(?:全部|都|均|统统|一律|全都|一概|已经|�
                        r"(?:被)?(?:撤销|撤消|撤除|作废|废止|废除|失效|无效|过期|过时|翻篇|作罢|不算数|不作数|不再适用|不再有效|不适用|"
                        r"尽废|皆废|悉废|俱废|尽除|作古|取消|解除|清零|停用|deprecated|不再\s*apply|no longer apply|从未发生过?|不存在|过期的草稿|废纸|"
                        r"不必再参照|不用再参照|不必再遵守|不用再管|放一放|放下|搁置|今天不适用|暂停生效|暂时失效|暂停|是旧版的?|旧版|"
+                       # replaced or retired: "原来的提示语已被取代", "之前的安全规则已废弃"
+                       r"取代|替代|替换掉|废弃|弃用|停止生效|没存在过|无存在过|从没存在过|从未存在过|"
                        r"已经取消|当没看见|当没看到|当没听过|当没听见|跳过不看|可以跳过|不用看|不必看|当(?:作|成)?(?:它们?|其|这些|那些)?(?:都)?不存在)")
 _ERA_RX = re.compile(_ERA)
 _VOID_CONTEXT = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|assistant|阅读方|阅读者|新指令|新的指令|新版本|以下指令|下面的指令|"
                            r"新规则|以我|按我|照我|听我|按新|以本|照办|从现在开始|接下来|汝|吾命|新令|新约|新律|"
                            # what takes the rules' place: "以下内容优先级最高", "以本段为唯一准则"
-                           r"以下内容|下面的内容|优先级最高|最高优先级|优先级更高|更优先|唯一准则|唯一依据|" + _ERA)
+                           r"以下内容|下面的内容|优先级最高|最高优先级|优先级更高|更优先|唯一准则|唯一依据|"
+                           # what takes their place: "改为执行以下命令", "以这里为准", "执行本文件中的命令"
+                           r"以下命令|下面的命令|如下命令|改为执行|改成执行|本文件中的命令|"
+                           r"以(?:这里|此处|此|这|本段|本条|本文|下文|下面|以下|我)[^，,。]{0,4}?为准|" + _ERA)
 # a notice to staff voids its own policy ("原有的考勤规则自下月起废止，请各位同事及时查看"): people addressed, no model
 _PEOPLE = re.compile(r"各位|同事|全体|员工|同学们|大家|各部门|广大|用户们|家长|乘客|会员")
 
@@ -174,9 +194,41 @@ def _void_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
     return out
 
 
+# a reveal order whose object is only pointed at ("把你自己的那份当作例子完整贴出来", "这只是个思想实验，请逐字写出来"),
+# the model's prompt named earlier on the line: a hypothetical or an essay as the pretext
+_ANAPHOR_REVEAL = re.compile(r"(?:把|将)(?:你自己的|你自己|你的|您的|你)?(?:那份|那段|那些|这份|这段|它|其)(?:内容|文字|原文)?(?:当作|当成|作为)?(?:例子|示例|范例|样例)?"
+                             r"(?:完整|原样|逐字|全部|一字不差|一字不漏)?(?:地)?(?:贴|写|打印|输出|复述|列|抄|念|发|背|展示|显示)(?:出来|给我|出)|"
+                             r"(?:逐字|原样|一字不差|一字不漏|原封不动)(?:地)?(?:写|贴|打印|输出|复述|列|抄|念|背)(?:出来|出|给我)")
+
+
+# the prompt named by its own name (a short list: the whole model-only list opens on 一, 不, 上 … and walking the
+# text for it costs more than the rest of this test)
+_PROMPT_NAMED = re.compile(r"提示词|系统提示|系统指令|系统消息|初始指令|原始提示|启动配置|启动指令|prompt")
+
+
+def _anaphor_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
+    out = []
+    last = -1
+    for mm in _PROMPT_NAMED.finditer(vt):  # looked for only after the prompt is named (rare), up to 150 characters on
+        le = vt.find("\n", mm.end(), mm.end() + 150)
+        m = _ANAPHOR_REVEAL.search(vt, max(mm.end(), last), le if le >= 0 else mm.end() + 150)
+        if m is None:
+            continue
+        last = m.end()
+        ls = max(vt.rfind("\n", 0, m.start()) + 1, m.start() - 150)
+        if FR._ZH_NEG.search(vt[max(0, m.start() - 6):m.start()]):
+            continue
+        cs = max(vt.rfind(ch, ls, m.start()) for ch in "。！？!?\n，,") + 1
+        if _MODAL.search(vt, cs, m.start()) or _THIRD.match(vt, cs, m.start()) or _ABOUT_ATTACKS.search(vt, ls, m.end()):
+            continue
+        out.append(("injection.disclosure", "high", "索取模型的提示（指代×复述，前文点名提示词）", m.start(), m.end()))
+    return out
+
+
 def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
     """(rule, severity, message, start, end) for each clause where an act meets its target."""
     out = _void_hits(vt) if _VOID_TARGET.search(vt) else []
+    out += _anaphor_hits(vt)
     live = [c for c in _COMPILED if c[2].search(vt) and c[3].search(vt)]  # one pass each over the text
     if not live:
         return out
@@ -218,6 +270,8 @@ def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
                 if not (addressee.search(sent) or _MODEL_RE.search(sent[lo:hi])):
                     continue
                 if _OWN_WORDS.search(sent, max(0, lo - 12), hi + 12):
+                    continue
+                if sent[a0:a1] in _NEGATORS and _CONVENIENCE.match(sent, hi) and not _FAMILIAR.search(sent):
                     continue
                 out.append((rule, "high", msg, sm.start() + lo, sm.start() + hi))
                 break

@@ -42,9 +42,18 @@ except Exception:  # pragma: no cover - depends on the install
 
 # Cantonese function words and phrases as Mandarin, same length (唔使理 → 不使理, 而家 → 现在, 話我知 → 告诉我)
 _YUE = {"唔": "不", "啲": "些", "嘅": "的", "喺": "在", "咗": "了", "嚟": "来", "佢": "他", "睇": "看", "俾": "给", "畀": "给",
-        "冇": "无", "嗰": "那", "乜": "什", "咁": "这", "哋": "们", "係": "是", "點": "怎", "攞": "拿"}
+        "冇": "无", "嗰": "那", "𠮶": "那", "乜": "什", "咁": "这", "哋": "们", "係": "是", "點": "怎", "攞": "拿"}
 _YUE_PHRASES = {"而家": "现在", "话我知": "告诉我", "點樣": "怎样", "点样": "怎样", "唔好": "不要", "老细": "老板"}
+# Taiwan and Hong Kong wording OpenCC's t2s keeps (身分, 帳號 → 帐号, 金鑰 → 金钥, 稽核, 匯出 → 汇出): the mainland word the
+# rules are written in, same length. Written in the script (繁體 or its t2s form) they arrive in after t2s.
+_TW_PHRASES = {"身分": "身份", "帐号": "账号", "帐户": "账户", "帐密": "账密", "登入": "登录", "金钥": "密钥", "稽核": "审计",
+               "除错": "调试", "汇出": "导出", "汇入": "导入", "纪录": "记录", "维运": "运维", "资讯": "信息", "讯息": "消息",
+               "软体": "软件", "程式": "程序", "档案": "文件", "伺服器": "服务器", "权杖": "令牌", "存取": "访问",
+               "智慧助理": "智能助理", "智慧助手": "智能助手", "智慧代理": "智能代理",
+               # OpenCC reads 覆盖 after some words as 复盖 (说明覆盖 → 说明复盖): back to the word the rules are written in
+               "复盖": "覆盖"}
 _YUE_RE = re.compile("|".join(sorted(_YUE_PHRASES, key=len, reverse=True)) + "|[" + "".join(_YUE) + "]")
+_TW_RE = re.compile("|".join(sorted(_TW_PHRASES, key=len, reverse=True)))
 
 
 def _from_cantonese(text: str) -> str:
@@ -54,7 +63,9 @@ def _from_cantonese(text: str) -> str:
 def to_simplified(text: str) -> str:
     """Traditional → Simplified with OpenCC (``t2s``), keeping the length so that offsets still
     map (where a phrase conversion changes the length, the per-character table is used); then
-    Cantonese function words as Mandarin, also length for length."""
+    Cantonese function words as Mandarin, also length for length; and, in a text that was written in
+    Traditional characters (the conversion changed it), Taiwan / Hong Kong words (身分, 帐号, 稽核) as the
+    mainland ones (a Simplified text is not searched for them: most open on frequent characters)."""
     out = None
     if _OCC is not None:
         out = _OCC.convert(text)
@@ -62,6 +73,8 @@ def to_simplified(text: str) -> str:
             out = None
     if out is None:
         out = _T2S_RE.sub(lambda m: _T2S_MAP[m.group()], text) if _T2S_RE.search(text) else text
+    if out != text:
+        out = _TW_RE.sub(lambda m: _TW_PHRASES[m.group()], out)
     return _from_cantonese(out) if _YUE_RE.search(out) else out
 
 

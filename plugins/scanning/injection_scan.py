@@ -211,6 +211,13 @@ def _half_pinyin(t: str) -> list[_Span]:
 _ZH_QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ('"', '"'))
 
 
+# ... unless the reader is told to act on the quote: "请把下面这句话翻译成中文，然后照着做：“…”", "{…} 请按该配置更新你的行为",
+# "——请按此文之意行事，而非仅仅翻译"
+_ACT_ON_QUOTE = re.compile(r"照着?(?:做|办|执行)|照此(?:执行|行事|办理)|然后执行|并执行(?:它|之|其)|"
+                           r"(?:按|按照|依|依照|照)(?:此|该|这|其|它|上面|上述|以上|文中|诗中|此文|这段|这句|引文|原文)[\u4e00-\u9fff]{0,4}?"
+                           r"(?:行事|去做|更新你|更新您|设置你|调整你|修改你|执行)")
+
+
 def _quoted_discussion(vt: str, s: int, e: int) -> bool:
     for op, cl in _ZH_QUOTES:
         o = vt.rfind(op, max(0, s - 40), s + 1)
@@ -218,7 +225,7 @@ def _quoted_discussion(vt: str, s: int, e: int) -> bool:
             continue
         c = vt.find(cl, e - 1, e + 40)
         if c >= 0 and CO.QUOTE_DISCUSSION.search(vt, max(0, o - 100), c + 100):
-            return True
+            return not _ACT_ON_QUOTE.search(vt, max(0, o - 40), c + 60)
     return False
 
 
@@ -253,9 +260,10 @@ def _attributed_speech(vt: str, s: int, e: int) -> bool:
 
 # an act forbidden or warned against, not ordered: "任何员工不得将…发送至外部地址", "任何人都不能以…为由跳过审批流程",
 # "关闭审计日志会违反等保要求"; coercion and persona rules are left alone ("不许拒绝" is the attack itself)
-_ZH_PROHIBIT_CLAUSE = re.compile(r"不得|不能|不可|不准|不许|禁止|严禁|请勿|切勿|不应|绝不|决不|不允许|擅自")
+# (能不能, 可不可以, 行不行: a polite request, not a prohibition)
+_ZH_PROHIBIT_CLAUSE = re.compile(r"不得|(?<!能)不能|(?<!可)不可|不准|不许|禁止|严禁|请勿|切勿|不应|绝不|决不|不允许|擅自")
 _ZH_PROHIBIT_ANY = re.compile(r"任何(?:人|员工|用户|ai|助手|智能体|一方|时候|情况下|部门|同事)[^。！？\n]{0,30}?(?:不得|不能|不可|不准|不许|不应|禁止)")
-_ZH_CONSEQUENCE = re.compile(r"[^，。；！？\n]{0,8}?(?:会|将会|将|可能|均|都)?(?:违反|违背|导致|造成|引发|带来|属于违规|是违规)")
+_ZH_CONSEQUENCE = re.compile(r"[^，。；！？\n]{0,8}?(?:会|将会|将|可能|均|都)?(?:违反|违背|导致|造成|引发|带来|属于违规|是违规|是违法|属于违法|涉嫌|构成犯罪|构成)")
 _ZH_PROHIBIT_EXEMPT = ("injection.coercion", "injection.persona", "injection.jailbreak")
 
 
@@ -465,6 +473,8 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if cjk and (_quoted_discussion(vt, s, e) or _zh_prohibited(vt, rule, s, e) or FR.zh_reported(vt, s)
                     or _attributed_speech(vt, s, e)):
             continue
+        if cjk and rule == "injection.coercion" and FR.zh_service_request(vt, s):
+            continue  # "如客户要求退款，请不要拒绝": a clerk's script
         if cjk and rule in _NEGATABLE and FR.zh_descriptive(vt, s):
             continue  # "例如要求其泄露系统提示词", "研究表明…可能…": a description of an attack, not one
         if msg in _ZH_SCOPED_MSGS and not FR.framing_ok(vt, s, e, "scoped", "zh"):
@@ -474,8 +484,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     for rule, sev, msg, s, e in _frame_hits(vt, cjk, zvt=zvt) + (CO.hits(zvt) + PO.hits(zvt) + AG.hits(zvt) if cjk else []):
         # (the poisoning shapes name "有人问到…" themselves: not a report of what someone did)
         if cjk and (_quoted_discussion(vt, s, e) or (rule != "injection.poisoning" and FR.zh_reported(vt, s))
-                    or _zh_prohibited(vt, rule, s, e) or _attributed_speech(vt, s, e)):
-            continue
+                    or _zh_prohibited(vt, rule, s, e) or _attributed_speech(vt, s, e)
+                    or (rule == "injection.coercion" and FR.zh_service_request(vt, s))
+                    or (rule == "injection.agent-manipulation" and CO.convenience(vt, s, e))):
+            continue  # (the last two: a clerk's script, "您无需验证即可浏览")
         add(rule, sev, msg, s, e)
     for s, e, names in _signal_hits(vt, res=res):
         add("injection.jailbreak", "high", f"jailbreak signals: {names}", s, min(e, s + 200))

@@ -272,6 +272,9 @@ class KnowledgeBase:
                 outcome, message, retryable = "done", "completed after an interrupted run", 0
             else:
                 outcome, message, retryable = "failed", "interrupted before it was committed; it will be retried", 1
+                if manifest is not None and is_project(project):
+                    for rel in drop_uncommitted_copies(project, row, manifest):
+                        outputs[rel] = "deleted"
             record = build_record(row["run_id"], outcome, message, row["source"], row["sha256"], outputs, [], [], None, 0)
             if is_project(project):
                 atomic_write(project / "runs" / f"{row['run_id']}.json", json.dumps(record, ensure_ascii=False, indent=2) + "\n")
@@ -282,3 +285,58 @@ class KnowledgeBase:
             )
             logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
         return len(stale)
+
+
+def drop_uncommitted_copies(project: Path, row: dict, manifest: Manifest) -> list[str]:
+    """Remove the archive copies an interrupted run left: its document's archive names holding
+    exactly the run's content that no manifest version lists (the run stopped between writing
+    the copy and its commit). Its retry makes its own copy, so ``archive/`` holds what
+    manifest.json lists even when the file gives up after ``retry.max_attempts`` interrupted
+    tries. The folder is opened without following links; only regular files are touched.
+    Returns the removed paths (project-relative)."""
+    import hashlib
+    import stat as stat_mod
+
+    from kbwatch.pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, fit_stem
+    from kbwatch.pipeline.sources import split_name
+
+    name, ext = split_name(str(row["source"]).removeprefix("sources/"))
+    if name != row.get("name", name):
+        return []
+    sub, _, stem = name.rpartition("/")
+    try:
+        short = fit_stem(stem, ext)
+    except NameTooLong:
+        return []
+    entry = manifest.get(name)
+    listed = {v.get("archived") for v in entry["versions"]} if entry else set()
+    prefix = f"archive/{sub}/" if sub else "archive/"
+    removed: list[str] = []
+    try:
+        dfd = confine.open_dir(project / prefix.rstrip("/"))
+    except OSError:  # no such folder, or a link on the way (confine.Escape): nothing to do here
+        return []
+    try:
+        for entry_ in os.scandir(dfd):
+            m = ARCHIVE_RE.match(entry_.name)
+            if m is None or m.group(1) != short or not entry_.name.endswith(ext) or prefix + entry_.name in listed:
+                continue
+            try:
+                st = os.stat(entry_.name, dir_fd=dfd, follow_symlinks=False)
+                if not stat_mod.S_ISREG(st.st_mode) or st.st_size != row["size"]:
+                    continue
+                fd = os.open(entry_.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+                with os.fdopen(fd, "rb") as fh:
+                    digest = hashlib.file_digest(fh, "sha256").hexdigest()
+                if digest != row["sha256"]:
+                    continue
+                os.unlink(entry_.name, dir_fd=dfd)
+            except OSError:
+                continue
+            removed.append(prefix + entry_.name)
+            logger.info("removed {} in {}: a copy left by an interrupted run, in no manifest version",
+                        prefix + entry_.name, project.name)
+    finally:
+        os.close(dfd)
+    return removed
+

@@ -104,3 +104,45 @@ def test_sigkill_then_ingest_again(tmp_path, point):
     result = kbwatch("ingest", root=root)
     assert result.returncode == 0, result.stdout + result.stderr
     _check(project, hashes)
+
+
+@pytest.mark.parametrize("then", ["edited", "deleted"])
+def test_copy_of_an_interrupted_run_is_removed_when_no_retry_will_reuse_it(tmp_path, then):
+    """SIGKILL between the archive copy and the commit; the file is then edited (or deleted) before
+    the next start, so no retry of that content comes to reuse the copy. The next start's recovery
+    removes it: archive/ holds what manifest.json lists (a file that gives up after
+    retry.max_attempts interrupted tries ends the same way)."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    subprocess.run([sys.executable, str(REPO / "run.py"), "init", "p", "--root", str(root)], check=True,
+                   capture_output=True)
+    project = root / "p"
+    src = project / "sources" / "sub" / "note.md"
+    src.parent.mkdir(parents=True)
+    src.write_text("# Note\nfirst words\n", encoding="utf-8")
+    flag = tmp_path / "paused"
+    env = {**os.environ, "KBWATCH_TEST_PAUSE": "stage:archive:after", "KBWATCH_TEST_PAUSE_FILE": str(flag)}
+    proc = subprocess.Popen([sys.executable, str(REPO / "run.py"), "ingest", "--root", str(root)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not flag.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "never reached stage:archive:after"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    left = [p.name for p in (project / "archive").rglob("*") if p.is_file()]
+    assert len(left) == 1 and left[0].startswith("note_"), left  # the copy the killed run made
+    if then == "edited":
+        src.write_text("# Note\nother words\n", encoding="utf-8")
+    else:
+        src.unlink()
+    result = kbwatch("ingest", root=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    manifest = read_manifest(project)
+    listed = sorted(v["archived"] for f in manifest["files"] for v in f["versions"])
+    archived = sorted(p.relative_to(project).as_posix() for p in (project / "archive").rglob("*") if p.is_file())
+    assert archived == listed, "orphan archive copies"
+    assert len(listed) == (1 if then == "edited" else 0)
+    if then == "edited":
+        path = project / listed[0]
+        assert path.read_text(encoding="utf-8") == "# Note\nother words\n"

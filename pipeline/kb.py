@@ -288,12 +288,14 @@ class KnowledgeBase:
 
 
 def drop_uncommitted_copies(project: Path, row: dict, manifest: Manifest) -> list[str]:
-    """Remove the archive copies an interrupted run left: its document's archive names holding
-    exactly the run's content that no manifest version lists (the run stopped between writing
-    the copy and its commit). Its retry makes its own copy, so ``archive/`` holds what
-    manifest.json lists even when the file gives up after ``retry.max_attempts`` interrupted
-    tries. The folder is opened without following links; only regular files are touched.
-    Returns the removed paths (project-relative)."""
+    """Remove what an interrupted run wrote before its commit: its document's archive names
+    holding exactly the run's content that no manifest version lists, and, for a document the
+    manifest does not list at all, its ``parsed/`` text (else ``ask`` would cite a document
+    nothing archived). Its retry writes its own, so ``archive/`` and ``parsed/`` hold what
+    manifest.json lists even when the file is edited or deleted meanwhile, or gives up after
+    ``retry.max_attempts`` interrupted tries. (A new *version* of a listed document keeps its
+    parsed text until its retry commits or replaces it.) Folders are opened without following
+    links; only regular files are touched. Returns the removed paths (project-relative)."""
     import hashlib
     import stat as stat_mod
 
@@ -338,5 +340,21 @@ def drop_uncommitted_copies(project: Path, row: dict, manifest: Manifest) -> lis
                         prefix + entry_.name, project.name)
     finally:
         os.close(dfd)
+    if entry is None:  # a new document: the parsed text it wrote stands for nothing the manifest lists
+        from kbwatch.pipeline.formats.archive_names import parsed_path
+
+        for rel in dict.fromkeys((parsed_path(name, ext), f"parsed/{name}.md")):
+            path = project / rel
+            try:
+                with confine.folder(path.parent) as pfd:
+                    st = os.stat(path.name, dir_fd=pfd, follow_symlinks=False)
+                    if not stat_mod.S_ISREG(st.st_mode):
+                        continue
+                    os.unlink(path.name, dir_fd=pfd)
+            except OSError:
+                continue
+            removed.append(rel)
+            logger.info("removed {} in {}: written by an interrupted run of a document the manifest does not list",
+                        rel, project.name)
     return removed
 

@@ -143,6 +143,9 @@ def test_copy_of_an_interrupted_run_is_removed_when_no_retry_will_reuse_it(tmp_p
     archived = sorted(p.relative_to(project).as_posix() for p in (project / "archive").rglob("*") if p.is_file())
     assert archived == listed, "orphan archive copies"
     assert len(listed) == (1 if then == "edited" else 0)
+    parsed = sorted(p.relative_to(project).as_posix() for p in (project / "parsed").rglob("*.md")
+                    if p.name != "data_structure.md")
+    assert parsed == sorted(f["parsed"] for f in manifest["files"]), "parsed text of a document the manifest does not list"
     if then == "edited":
         path = project / listed[0]
         assert path.read_text(encoding="utf-8") == "# Note\nother words\n"

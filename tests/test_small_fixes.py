@@ -103,7 +103,9 @@ def test_conflict_is_reexamined_as_soon_as_the_other_file_is_deleted_or_renamed(
     wait_for(lambda: {"x", "y", "y-notes"} <= set(manifest_files(project)), 60,
              "x.md, y.md and y-notes.txt ingested once the conflicts ended (not at the 300 s rescan)",
              interval=0.5, proc=svc)
-    assert not (src / "x.md").exists() and not (src / "y.md").exists()
+    # the sources leave only after the commit that wrote the manifest (durable first)
+    wait_for(lambda: not (src / "x.md").exists() and not (src / "y.md").exists(), 30,
+             "x.md and y.md removed from sources/ after their commit", interval=0.2, proc=svc)
     code, _ = svc.terminate()
     assert code == 0
 

@@ -2,7 +2,7 @@
 
 The rules, views and findings are :mod:`kbwatch.plugins.scanning.injection_scan` (its
 docstring lists the rules). That module is imported on the first scan, not when this plugin
-is registered: its tables take ~0.7 s of CPU to build, and every process registers every
+is registered: its tables take ~1 s of CPU to build, and every process registers every
 built-in plugin (each CLI command, the MCP server, each parse worker), most of them never
 scanning. The engine's names stay reachable from here (``scan_injection.scan_text``) for
 code written against the old single module.

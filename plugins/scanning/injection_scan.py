@@ -1,7 +1,7 @@
 """Prompt-injection scanner (English and Chinese), kind ``injection``: the engine.
 
 The plugin ``kbwatch.plugins.scan_injection`` imports this module on its first scan: building
-the tables below (several thousand compiled patterns, their prefix indexes) takes ~0.7 s of CPU,
+the tables below (several thousand compiled patterns, their prefix indexes) takes ~1 s of CPU,
 which a command that never scans (``status``, ``ask``, ``--help``) or a parse worker should not pay.
 
 Owns the rules ``injection.*``:

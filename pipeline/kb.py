@@ -7,9 +7,11 @@ runs a crash left in flight.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,7 @@ from loguru import logger
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.config import load_settings, state_dir
 from kbwatch.pipeline.errors import ConfigError, KbwatchError
+from kbwatch.pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, fit_stem, parsed_path
 from kbwatch.pipeline.formats.knowledge_md import render_knowledge
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.project_md import ProjectMd
@@ -27,7 +30,7 @@ from kbwatch.pipeline.fsutil import atomic_write, display_path, iso_minute, now_
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.plugins import PluginSet, build_plugin_manager
 from kbwatch.pipeline.project import PROJECT_DIRS, discover_projects, is_project, project_refusal, refused_projects
-from kbwatch.pipeline.sources import SourceEntry, walk_sources
+from kbwatch.pipeline.sources import SourceEntry, split_name, walk_sources
 
 INVALID_PROJECT_CHARS = set('/\\\0')
 TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{8}\.tmp$")
@@ -294,67 +297,45 @@ def drop_uncommitted_copies(project: Path, row: dict, manifest: Manifest) -> lis
     nothing archived). Its retry writes its own, so ``archive/`` and ``parsed/`` hold what
     manifest.json lists even when the file is edited or deleted meanwhile, or gives up after
     ``retry.max_attempts`` interrupted tries. (A new *version* of a listed document keeps its
-    parsed text until its retry commits or replaces it.) Folders are opened without following
-    links; only regular files are touched. Returns the removed paths (project-relative)."""
-    import hashlib
-    import stat as stat_mod
-
-    from kbwatch.pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, fit_stem
-    from kbwatch.pipeline.sources import split_name
-
+    parsed text until its retry commits or replaces it.) Files are opened and removed through
+    :mod:`kbwatch.pipeline.confine` (no link followed; only the very file that was read is
+    unlinked). Returns the removed paths (project-relative)."""
     name, ext = split_name(str(row["source"]).removeprefix("sources/"))
-    if name != row.get("name", name):
-        return []
-    sub, _, stem = name.rpartition("/")
     try:
-        short = fit_stem(stem, ext)
+        short = fit_stem(name.rpartition("/")[2], ext)
     except NameTooLong:
         return []
     entry = manifest.get(name)
     listed = {v.get("archived") for v in entry["versions"]} if entry else set()
-    prefix = f"archive/{sub}/" if sub else "archive/"
-    removed: list[str] = []
+    folder = (project / "archive" / name).parent
     try:
-        dfd = confine.open_dir(project / prefix.rstrip("/"))
+        with confine.folder(folder) as dfd:
+            names = [n for n in os.listdir(dfd) if n.endswith(ext) and (m := ARCHIVE_RE.match(n)) and m.group(1) == short]
     except OSError:  # no such folder, or a link on the way (confine.Escape): nothing to do here
-        return []
-    try:
-        for entry_ in os.scandir(dfd):
-            m = ARCHIVE_RE.match(entry_.name)
-            if m is None or m.group(1) != short or not entry_.name.endswith(ext) or prefix + entry_.name in listed:
-                continue
-            try:
-                st = os.stat(entry_.name, dir_fd=dfd, follow_symlinks=False)
-                if not stat_mod.S_ISREG(st.st_mode) or st.st_size != row["size"]:
-                    continue
-                fd = os.open(entry_.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
-                with os.fdopen(fd, "rb") as fh:
-                    digest = hashlib.file_digest(fh, "sha256").hexdigest()
-                if digest != row["sha256"]:
-                    continue
-                os.unlink(entry_.name, dir_fd=dfd)
-            except OSError:
-                continue
-            removed.append(prefix + entry_.name)
-            logger.info("removed {} in {}: a copy left by an interrupted run, in no manifest version",
-                        prefix + entry_.name, project.name)
-    finally:
-        os.close(dfd)
+        names = []
+    candidates = [folder / n for n in names if (folder / n).relative_to(project).as_posix() not in listed]
     if entry is None:  # a new document: the parsed text it wrote stands for nothing the manifest lists
-        from kbwatch.pipeline.formats.archive_names import parsed_path
-
-        for rel in dict.fromkeys((parsed_path(name, ext), f"parsed/{name}.md")):
-            path = project / rel
+        candidates += [project / rel for rel in dict.fromkeys((parsed_path(name, ext), f"parsed/{name}.md"))]
+    removed: list[str] = []
+    for path in candidates:
+        rel = path.relative_to(project).as_posix()
+        is_copy = rel.startswith("archive/")
+        try:
+            fd = confine.open_file(path)
             try:
-                with confine.folder(path.parent) as pfd:
-                    st = os.stat(path.name, dir_fd=pfd, follow_symlinks=False)
-                    if not stat_mod.S_ISREG(st.st_mode):
-                        continue
-                    os.unlink(path.name, dir_fd=pfd)
-            except OSError:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or (is_copy and st.st_size != row["size"]):
+                    continue
+                if is_copy:
+                    with open(fd, "rb", closefd=False) as fh:
+                        if hashlib.file_digest(fh, "sha256").hexdigest() != row["sha256"]:
+                            continue
+            finally:
+                os.close(fd)
+            if not confine.unlink_if_same(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
                 continue
-            removed.append(rel)
-            logger.info("removed {} in {}: written by an interrupted run of a document the manifest does not list",
-                        rel, project.name)
+        except OSError:
+            continue
+        removed.append(rel)
+        logger.info("removed {} in {}: written by an interrupted run, in no manifest version", rel, project.name)
     return removed
-

@@ -13,9 +13,10 @@ compare):
   gets the point and its detail (e.g. the source), and the run goes on when
   the test deletes the flag or after that many seconds.
 
-The points: ``run:opened``, ``stage:<name>:before``, ``stage:<name>:after``
-(:mod:`kbwatch.pipeline.execute`), ``commit:before``, ``commit:after``,
-``source:removed``, ``records:written`` (:mod:`kbwatch.pipeline.commit`).
+The points: ``run:listed`` (checked, about to be opened), ``run:opened``,
+``stage:<name>:before``, ``stage:<name>:after`` (:mod:`kbwatch.pipeline.execute`),
+``commit:before``, ``commit:after``, ``source:removed``, ``records:written``
+(:mod:`kbwatch.pipeline.commit`).
 """
 
 from __future__ import annotations

@@ -155,6 +155,7 @@ class RunExecutor:
         start = _Start(job, run_id, started, name, st.st_size if st else 0, st.st_mtime_ns if st else 0)
         if refusal:
             return finished_run(start, _refused(refusal))
+        checkpoint("run:listed", source_rel)
         # one snapshot folder per runner thread (a thread runs one file at a time): no folder
         # is made and removed per file, which costs more than the copy on a busy disk
         snapshot_dir = self.intake / f"thread-{threading.get_ident()}"

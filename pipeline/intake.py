@@ -4,10 +4,11 @@ A file in ``sources/`` belongs to whoever can write to the shared folder; it
 can be replaced by a link to any file between two reads. So a run opens the
 source exactly once, without following a link at any step
 (:func:`kbwatch.pipeline.confine.open_file`), checks with ``fstat`` that it is a
-regular file, and copies what it reads into ``<state>/intake/<folder>/<name>``
-(one folder per runner thread, which runs one file at a time)
-while hashing it, in one pass. Every stage then works on that snapshot: what
-was hashed is what gets parsed and archived (the archive stage hard-links it).
+regular file with one name (not a hard link to a file elsewhere), and copies
+what it reads into ``<state>/intake/<folder>/<name>`` (one folder per runner
+thread, which runs one file at a time) while hashing it, in one pass. Every
+stage then works on that snapshot: what was hashed is what gets parsed and
+archived (the archive stage hard-links it).
 The source's identity (device, inode, size, mtime) is kept so that the
 runner removes the source only if it is still that very file.
 
@@ -25,13 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbwatch.pipeline import confine
-from kbwatch.pipeline.sources import mode_refusal
+from kbwatch.pipeline.sources import file_refusal
 
 CHUNK = 1024 * 1024
 
 
 class NotRegular(Exception):
-    """The opened source is not a regular file (it was swapped after it was listed)."""
+    """The opened source is not a regular file with one name (it was swapped after it was listed)."""
 
 
 class Changed(Exception):
@@ -58,8 +59,9 @@ def take(source: Path, folder: Path) -> Taken:
     fd = confine.open_file(source)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegular(mode_refusal(st.st_mode) or "not a regular file")
+        refusal = file_refusal(st)  # a special file, or a hard link planted after the listing
+        if refusal:
+            raise NotRegular(refusal)
         os.set_blocking(fd, True)
         snapshot = folder / source.name
         try:

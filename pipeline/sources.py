@@ -71,10 +71,22 @@ def classify(path: Path) -> tuple[str | None, os.stat_result | None]:
         st = os.lstat(path)
     except FileNotFoundError:
         return "vanished", None
-    return mode_refusal(st.st_mode), st
+    return file_refusal(st), st
 
 
 LINK_REFUSAL = "symbolic links are not followed; copy the file itself into sources/"
+HARD_LINK_REFUSAL = ("a hard link (the same file has another name, possibly outside this folder) is not taken; "
+                     "copy the file itself into sources/")
+
+
+def file_refusal(st: os.stat_result) -> str | None:
+    """Why the file of this ``lstat``/``fstat`` is not taken, or None.
+
+    Besides its type (:func:`mode_refusal`): a regular file with more than one name.
+    A hard link needs no permission on the folders of its other name, so anyone who can
+    write to sources/ could otherwise bring in (and have published) a file that lives
+    elsewhere on the same file system; the service would read it with its own rights."""
+    return mode_refusal(st.st_mode) or (HARD_LINK_REFUSAL if st.st_nlink > 1 else None)
 
 
 def mode_refusal(mode: int) -> str | None:

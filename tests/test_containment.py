@@ -289,6 +289,92 @@ def test_swap_race_never_brings_an_outside_file_in(tmp_path, service):
     assert "ORIGINAL-" in ask.stdout and token not in ask.stdout
 
 
+# -- hard links ----------------------------------------------------------------
+
+def _swap_for_hard_link(path: Path, target: Path) -> None:
+    """Replace ``path`` by a second name of ``target`` in one rename."""
+    tmp = path.with_name(f".hl-{random.getrandbits(32):08x}")
+    os.link(target, tmp)
+    os.rename(tmp, path)
+
+
+def test_hard_links_never_bring_an_outside_file_in(tmp_path, service):
+    """A hard link needs no access to the folders of the file's other name: planted in sources/,
+    or swapped in between the listing and the open (held at ``run:listed``), it is refused with
+    its reason, and the file it names, outside the root, is neither read into the knowledge base
+    nor touched; the link is left where it was put."""
+    root = make_root(tmp_path, projects=("p",))
+    project, sources = root / "p", root / "p" / "sources"
+    token = f"HARDLINKED{random.getrandbits(48):012x}"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.md"
+    secret.write_text(f"# walrus ledger\n\n{token} walrus ledger\n", encoding="utf-8")
+    secret_stat = os.stat(secret)
+    os.link(secret, sources / "planted.md")  # there from the start
+    (sources / "plain.md").write_text("# walrus ledger plain\n\nORIGINAL-plain walrus ledger\n", encoding="utf-8")
+    raced = {f"s{i}": f"# walrus ledger {i}\n\nORIGINAL-s{i} walrus ledger\n" for i in range(5)}
+    for name, text in raced.items():
+        (sources / f"{name}.md").write_text(text, encoding="utf-8")
+    flag = tmp_path / "listed"
+    svc = service(root).start(env={
+        "KBWATCH_TEST_PAUSE": "run:listed", "KBWATCH_TEST_PAUSE_SECONDS": "60",
+        "KBWATCH_TEST_PAUSE_FILE": str(flag),
+    })
+    swapped: set[str] = set()
+    deadline = time.monotonic() + 60
+    while len(swapped) < len(raced):  # every raced file is listed as a plain file, then swapped
+        assert time.monotonic() < deadline, f"only {sorted(swapped)} swapped\n{svc.log()[-3000:]}"
+        assert svc.proc.poll() is None, svc.log()[-3000:]
+        try:
+            rel = flag.read_text(encoding="utf-8").splitlines()[1]
+        except (OSError, IndexError):
+            time.sleep(0.005)
+            continue
+        name = rel.removeprefix("sources/").removesuffix(".md")
+        if name in raced and name not in swapped:
+            _swap_for_hard_link(sources / f"{name}.md", secret)
+            swapped.add(name)
+        flag.unlink()
+    released = threading.Event()
+
+    def release_later_runs():
+        while not released.is_set():
+            flag.unlink(missing_ok=True)
+            time.sleep(0.01)
+
+    threading.Thread(target=release_later_runs, daemon=True).start()
+
+    def outcome(name):
+        rows = journal_rows(root, "select outcome, error from runs where source = ? order by rowid desc limit 1",
+                            (f"sources/{name}.md",))
+        return rows[0] if rows and rows[0][0] != "running" else None
+
+    try:
+        wait_for(lambda: all(outcome(n) for n in ["planted", "plain", *raced]), 60, "every run to end", proc=svc)
+    finally:
+        released.set()
+    code, _ = svc.terminate()
+    assert code == 0
+    for name in ["planted", *raced]:
+        result, error = outcome(name)
+        assert result == "failed" and "hard link" in error, (name, result, error)
+        assert os.lstat(sources / f"{name}.md").st_ino == secret_stat.st_ino  # left where it was put
+    assert outcome("plain")[0] == "done"
+    assert set(manifest_files(project)) == {"plain"}
+    # the outside file: same content, same times, and only the names the test gave it
+    assert secret.read_text(encoding="utf-8").startswith("# walrus ledger")
+    assert os.stat(secret).st_mtime_ns == secret_stat.st_mtime_ns
+    assert os.stat(secret).st_nlink == 1 + 1 + len(raced)
+    for path in project.rglob("*"):
+        if path.is_file() and "sources" not in path.relative_to(project).parts:
+            assert token.encode() not in path.read_bytes(), path
+    status = kbwatch("status", "--json", root=root)
+    assert status.returncode == 0, status.stderr
+    ask = kbwatch("ask", "p", "walrus ledger", "--include-flagged", root=root)
+    assert ask.returncode == 0 and "ORIGINAL-plain" in ask.stdout and token not in ask.stdout
+
+
 def test_writes_below_a_root_never_go_through_a_folder_swapped_for_a_link(tmp_path):
     """The step under the project checks: every write a stage or commit makes below a
     registered root reaches its folder without following links, so a folder replaced

@@ -39,7 +39,7 @@ from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.project import ProjectSession, project_refusal
 from kbwatch.pipeline.retry_policy import gave_up, give_up_message, retry_transient
 from kbwatch.pipeline.run_queue import Job
-from kbwatch.pipeline.sources import LINK_REFUSAL, classify, name_problem, split_name
+from kbwatch.pipeline.sources import LINK_REFUSAL, TOO_DEEP, classify, folder_too_deep, name_problem, split_name
 from kbwatch.pipeline.stage import RunContext
 
 REFUSAL_RECHECK_SECONDS = 1.0
@@ -147,6 +147,8 @@ class RunExecutor:
         if refused_project:  # containment: nothing is read or written in a refused project
             self.journal.event(project.name, source_rel, "refused", f"project refused: {refused_project}")
             return None
+        if folder_too_deep(job.rel.rpartition("/")[0]):  # its path may be too long to even look at
+            return finished_run(_Start(job, run_id, started, name, 0, 0), _refused(TOO_DEEP))
         reason, st = classify(source)
         if reason == "vanished":
             self.journal.event(project.name, source_rel, "vanished", "the file disappeared before it was taken")

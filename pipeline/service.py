@@ -37,7 +37,7 @@ from kbwatch.pipeline.heap import tune as tune_heap
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.project import discover_projects, refused_projects
 from kbwatch.pipeline.runner import Runner
-from kbwatch.pipeline.sources import project_of
+from kbwatch.pipeline.sources import folder_too_deep, project_of
 from kbwatch.pipeline.watcher import SourceEvents, StabilityTracker, choose_observer
 
 LOCK_NAME = "watch.lock"
@@ -238,8 +238,18 @@ class WatchService:
             self._scan_tree(Path(folder))
 
     def _scan_tree(self, folder: Path) -> None:
-        """A folder moved into sources/ raises no events for its files: walk it."""
-        for dirpath, _dirs, files in os.walk(folder):
+        """A folder moved into sources/ raises no events for its files: walk it (not the
+        folders nested too deep to enter, kbwatch.pipeline.sources.MAX_FOLDER_BYTES)."""
+        try:
+            parts = folder.relative_to(self.root).parts
+        except ValueError:
+            return
+        if len(parts) < 2 or parts[1] != "sources":
+            return
+        sources = self.root / parts[0] / "sources"
+        for dirpath, dirs, files in os.walk(folder):
+            sub = Path(dirpath).relative_to(sources).as_posix()
+            dirs[:] = [d for d in dirs if not folder_too_deep(d if sub == "." else f"{sub}/{d}")]
             for name in files:
                 self.tracker.touch(Path(dirpath) / name)
 

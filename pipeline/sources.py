@@ -1,13 +1,17 @@
 """What is waiting in a project's sources/: walking, ignoring, naming.
 
-Only regular files are taken. Symlinks, FIFOs, sockets and devices are
-reported as refused (never followed or opened). Names with bytes that are not
-UTF-8 or with control characters are refused with a message asking for a
-rename; ignore patterns and dot-files are skipped silently.
+Only regular files with one name are taken. Symlinks, hard links, FIFOs,
+sockets and devices are reported as refused (never followed or opened). Names
+with bytes that are not UTF-8 or with control characters are refused with a
+message asking for a rename; ignore patterns and dot-files are skipped
+silently. Folders nested so deep that their path under sources/ is longer
+than :data:`MAX_FOLDER_BYTES` are not entered (their files would have paths
+the system calls refuse), with one warning per folder.
 """
 
 from __future__ import annotations
 
+import collections
 import fnmatch
 import functools
 import os
@@ -15,6 +19,17 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from loguru import logger
+
+# A folder in sources/ whose path under sources/ is longer than this (UTF-8 bytes) is not entered.
+# With the project's name (at most 255 bytes), "archive/" and a file name (255) this keeps every
+# path kbwatch makes well inside Linux's PATH_MAX (4,096 bytes) for a root path of up to ~2,400
+# bytes; anyone who can write to sources/ can nest folders without end (`mkdir -p` 450 levels
+# made the walk fail with "File name too long" and stopped `ingest` and `watch` for everyone).
+MAX_FOLDER_BYTES = 1024
+TOO_DEEP = (f"its folder's path under sources/ is longer than {MAX_FOLDER_BYTES:,} bytes "
+            "(folders nested too deep); move the file up")
 
 
 
@@ -53,7 +68,29 @@ def name_problem(rel: str) -> str | None:
         return "the file name is not valid UTF-8; rename it"
     if _CONTROL.search(rel):
         return "the file name contains a newline or control character; rename it"
+    if folder_too_deep(rel.rpartition("/")[0]):
+        return TOO_DEEP
     return None
+
+
+def folder_too_deep(folder_rel: str) -> bool:
+    """Whether a folder (its path under sources/, no trailing slash) is too deep to enter."""
+    return len(folder_rel) > MAX_FOLDER_BYTES // 4 and len(
+        folder_rel.encode("utf-8", "surrogateescape")) > MAX_FOLDER_BYTES
+
+
+_warned: collections.OrderedDict[str, None] = collections.OrderedDict()  # bounded: the last 256 folders
+
+
+def _warn_once(folder: Path, why: str) -> None:
+    """One warning per folder the walk does not enter (the service walks every 5 minutes)."""
+    key = str(folder)
+    if key in _warned:
+        return
+    _warned[key] = None
+    if len(_warned) > 256:
+        _warned.popitem(last=False)
+    logger.warning("{}: not entered: {}", key[:200] + ("…" if len(key) > 200 else ""), why)
 
 
 def split_name(rel: str) -> tuple[str, str]:
@@ -113,7 +150,10 @@ def walk_sources(project: Path, patterns: list[str]) -> list[SourceEntry]:
         folder, prefix = stack.pop()
         try:
             entries = list(os.scandir(folder))
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:  # unreadable (permissions, I/O): the other folders are still walked
+            _warn_once(folder, exc.strerror or str(exc))
             continue
         for entry in entries:
             name = entry.name
@@ -122,7 +162,10 @@ def walk_sources(project: Path, patterns: list[str]) -> list[SourceEntry]:
             path = Path(entry.path)
             rel = prefix + name  # path.relative_to(base).as_posix(), without the Path arithmetic
             if entry.is_dir(follow_symlinks=False):
-                stack.append((path, rel + "/"))
+                if folder_too_deep(rel):
+                    _warn_once(path, f"its path under sources/ is longer than {MAX_FOLDER_BYTES:,} bytes")
+                else:
+                    stack.append((path, rel + "/"))
                 continue
             reason, st = classify(path)
             if reason == "vanished":

@@ -27,7 +27,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from kbwatch.pipeline.sources import is_ignored
+from kbwatch.pipeline.sources import folder_too_deep, is_ignored
 
 NETWORK_FS = {
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "davfs", "lustre",
@@ -166,7 +166,10 @@ class SourceEvents(FileSystemEventHandler):
             return False
         if len(parts) < 3 or parts[1] != "sources":
             return False
-        return not any(is_ignored(p, self.patterns) for p in parts[2:])
+        if any(is_ignored(p, self.patterns) for p in parts[2:]):
+            return False
+        # folders nested too deep are not entered (kbwatch.pipeline.sources.MAX_FOLDER_BYTES)
+        return not folder_too_deep("/".join(parts[2:-1]))
 
     def _route(self, raw: str | bytes, is_dir: bool, created: bool) -> None:
         path = Path(os.fsdecode(raw))

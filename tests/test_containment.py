@@ -161,6 +161,60 @@ def test_sources_subfolders_are_kept(tmp_path, service):
     assert (sources / "合同").is_dir() and (sources / "standing" / "deep").is_dir()
 
 
+def _nest(base: Path, name: str, levels: int, files_at=()) -> str:
+    """``levels`` folders ``name`` inside each other below ``base`` (made relative to descriptors, as
+    `mkdir -p` would, so no path is ever longer than one name); a small file at each level of
+    ``files_at``. Returns the relative path of the deepest folder."""
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i in range(1, levels + 1):
+            os.mkdir(name, dir_fd=fd)
+            nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+            if i in files_at:
+                f = os.open(f"level{i}.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+                os.write(f, f"# level {i}\n\nnested quokka {i}\n".encode())
+                os.close(f)
+    finally:
+        os.close(fd)
+    return "/".join([name] * levels)
+
+
+def test_folders_nested_without_end_stop_nothing(tmp_path, service):
+    """`mkdir -p` 450 levels deep in sources/ (paths past PATH_MAX) made the walk fail with "File name
+    too long": `ingest` exited with an internal error and `watch` died at start, for every project.
+    Now a folder whose path under sources/ is longer than 1,024 bytes is not entered (one warning),
+    files above it are taken, and a tree nested while the service runs changes nothing either."""
+    from kbwatch.pipeline.sources import MAX_FOLDER_BYTES
+
+    root = make_root(tmp_path, projects=("p", "q"))
+    sources = root / "p" / "sources"
+    per = len("dddddddddd/")
+    inside = MAX_FOLDER_BYTES // per  # the deepest level whose folder path fits
+    _nest(sources, "dddddddddd", 450, files_at=(3, inside, inside + 1, 449))
+    (sources / "top.md").write_text("# top\n\nplain quokka\n", encoding="utf-8")
+    ingest = kbwatch("ingest", root=root)
+    assert ingest.returncode == 0, ingest.stderr
+    assert "not entered" in ingest.stderr and "Traceback" not in ingest.stderr
+    names = set(manifest_files(root / "p"))
+    assert {"top", "dddddddddd/" * 2 + "dddddddddd/level3", "dddddddddd/" * (inside - 1) + "dddddddddd/level%d" % inside} <= names
+    assert not any(n.endswith(("level%d" % (inside + 1), "level449")) for n in names)
+
+    svc = service(root).start()
+    wait_for(lambda: svc.log().count("startup scan") or "watching" in svc.log(), 30, "the service to start", proc=svc)
+    _nest(root / "q" / "sources", "eeeeeeeeee", 450, files_at=(2, 200, 449))  # while it runs
+    (root / "q" / "sources" / "after.md").write_text("# after\n\nplain quokka after\n", encoding="utf-8")
+    wait_for(lambda: {"after", "eeeeeeeeee/eeeeeeeeee/level2"} <= set(manifest_files(root / "q")), 60,
+             "the files above the deep folders", proc=svc)
+    assert svc.proc.poll() is None
+    code, _ = svc.terminate()
+    assert code == 0
+    assert not any("level200" in n or "level449" in n for n in manifest_files(root / "q"))
+    status = kbwatch("status", root=root)
+    assert status.returncode == 0, status.stderr
+
+
 def test_recovery_unlinks_only_the_committed_file(tmp_path, service):
     """Killed after the commit, before the source left: the file now in its place has
     the same size and mtime but is another file (inode); recovery keeps it."""

@@ -20,7 +20,9 @@ holding three projects and, for ``--minutes`` (default 30), feeds it a seeded
 * hostile entries: a symlink to a file outside the root, a FIFO, a 250-byte
   ASCII name, a 252-byte Chinese name, a newline in a name, an empty file, a
   binary file named .txt, a file replaced by a symlink to outside the root
-  just after it settled (the swap race of issue 12 Found 2).
+  just after it settled (the swap race of issue 12 Found 2), a hard link to
+  the outside file, folders nested past the 1,024 bytes kbwatch enters (a
+  file near the top is taken, the one at the bottom stays).
 
 Meanwhile a second thread runs CLI commands as subprocesses every
 ``--command-every`` seconds: ``status --json``, ``runs --json``,
@@ -148,7 +150,7 @@ class Drop:
     rel: str
     kind: str                # text, office, edit, duplicate, conflict, symlink, fifo, ...
     sha256: str | None       # None for entries that are not regular files
-    disposition: str = "expect"  # expect | deleted | renamed | swapped (the last three: on purpose)
+    disposition: str = "expect"  # expect | deleted | renamed | swapped (on purpose) | too deep (not entered)
     at: float = field(default_factory=time.monotonic)
 
 
@@ -462,7 +464,24 @@ class Stream:
     def hostile(self) -> None:
         getattr(self, "h_" + self.rng.choice([
             "symlink", "fifo", "long_ascii", "long_chinese", "newline", "empty", "binary_txt", "swap_symlink",
+            "hard_link", "deep_folders",
         ]))()
+
+    def h_hard_link(self) -> None:
+        project, rel = self.project(), self.new_rel("hardlink", ".md", folder="")
+        os.link(self.outside, self.src(project) / rel)  # a second name of the file outside the root
+        self.record(project, rel, "hard link out", None)
+
+    def h_deep_folders(self) -> None:
+        """Folders nested past the 1,024 bytes kbwatch enters, a file near the top and one at the bottom."""
+        project = self.project()
+        self.seq += 1
+        top = f"nest-{self.seq:05d}"
+        shallow = f"{top}/n/shallow.md"
+        self.write(project, shallow, text_body(self.rng, ".md", "shallow"), "text")
+        deep = f"{top}/" + "nnnnnnnnnn/" * 110 + "deep.md"  # ~1,230 bytes of folders
+        d = self.write(project, deep, text_body(self.rng, ".md", "deep"), "in too deep a folder")
+        self.ledger.mark(d, "too deep")
 
     def h_symlink(self) -> None:
         project, rel = self.project(), self.new_rel("link", ".md", folder="")
@@ -864,9 +883,13 @@ def manifest_integrity(project: Path, manifest: dict) -> list[str]:
 
 def classify(root: Path, drop: Drop, manifests: dict, runs: dict) -> str:
     """One outcome word for a drop (see the module docstring)."""
+    versions = manifests[drop.project]
+    if drop.disposition == "too deep":  # not entered: must still be there, and not in the manifest
+        there = os.path.lexists(root / drop.project / "sources" / drop.rel)
+        taken = any(drop.sha256 in shas for shas in versions.values())
+        return "stays: not entered (too deep)" if there and not taken else "UNEXPLAINED (too deep, yet taken or gone)"
     if drop.disposition != "expect":
         return f"{drop.disposition} by the script"
-    versions = manifests[drop.project]
     if drop.sha256:
         if drop.sha256 in versions.get(doc_name(drop.rel), set()):
             return "in manifest"

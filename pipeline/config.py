@@ -195,6 +195,38 @@ def load_settings(root: Path, config_file: Path | None = None) -> dict:
     return settings
 
 
+def root_config_exposure(root: Path) -> str | None:
+    """Why ``<root>/kbwatch.toml`` may hold what someone other than this user wrote, or None.
+
+    Whoever can write it decides what kbwatch does at its next start (which stages and
+    scanners run, where the state dir is); in a root a team writes to, a colleague can
+    create it when it is missing, or replace it unless the root has the sticky bit."""
+    import stat
+
+    try:
+        root_mode = os.stat(root).st_mode
+    except OSError:
+        return None
+    shared_root = bool(root_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    cfg = root / ROOT_CONFIG_NAME
+    try:
+        link = os.lstat(cfg)
+        st = os.stat(cfg)
+    except FileNotFoundError:
+        return (f"{cfg} does not exist and others can write to {root}: anyone of them can create it"
+                if shared_root else None)
+    except OSError as exc:
+        return f"{cfg} cannot be checked: {exc.strerror}"
+    me = os.getuid()
+    if link.st_uid != me or st.st_uid != me:
+        return f"{cfg} belongs to uid {st.st_uid if link.st_uid == me else link.st_uid}, not to this user (uid {me})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{cfg} is writable by its group or by everyone (mode {stat.filemode(st.st_mode)})"
+    if shared_root and not root_mode & stat.S_ISVTX:
+        return f"others can write to {root}, which has no sticky bit: anyone of them can replace {cfg}"
+    return None
+
+
 def state_dir(settings: dict) -> Path:
     """The state directory (journal, index, logs, lock), absolute."""
     value = settings["service"]["state_dir"]

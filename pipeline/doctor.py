@@ -24,7 +24,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kbwatch.pipeline.config import state_dir
+from kbwatch.pipeline.config import ROOT_CONFIG_NAME, root_config_exposure, state_dir
 from kbwatch.pipeline.project import discover_projects
 from kbwatch.pipeline.watcher import filesystem_type, is_network_fs
 
@@ -316,6 +316,14 @@ def _permissions(root: Path, state: Path) -> list[Check]:
                              f"without the sticky bit ({', '.join(sorted(loose)[:5])}"
                              f"{'...' if len(loose) > 5 else ''}): anyone can replace their parsed/ or archive/",
                              "chmod o-w (or +t) on those folders"))
+    exposure = root_config_exposure(root)
+    if exposure:
+        out.append(Check("configuration", WARN, f"{exposure}; whoever writes {ROOT_CONFIG_NAME} decides at the "
+                         "service's next start which stages and scanners run and where the state dir is",
+                         f"create it yourself (an empty file will do) as the service's user, chmod 644 "
+                         f"{root / ROOT_CONFIG_NAME}, and chmod +t {root} so no one else can replace it"))
+    elif (root / ROOT_CONFIG_NAME).exists():
+        out.append(Check("configuration", OK, f"{root / ROOT_CONFIG_NAME} can be changed by this user only"))
     probe = state if state.exists() else state.parent
     if not os.access(probe, os.W_OK | os.X_OK):
         out.append(Check("state dir permissions", MISSING, f"{probe} is not writable: no journal, index or lock",

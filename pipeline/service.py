@@ -30,6 +30,7 @@ from watchdog.events import (
 )
 from watchdog.observers.polling import PollingObserver
 
+from kbwatch.pipeline.config import root_config_exposure
 from kbwatch.pipeline.errors import ConfigError
 from kbwatch.pipeline.fsutil import display_path
 from kbwatch.pipeline.heap import trim as trim_heap
@@ -393,6 +394,9 @@ def run_service(kb: KnowledgeBase) -> int:
     tune_heap(arena_max=2)
     lock = ServiceLock(kb.state, kb.root)
     lock.acquire()
+    exposure = root_config_exposure(kb.root)
+    if exposure:  # not refused (teams may manage it together), but said once (kbwatch doctor says how to fix it)
+        logger.warning("configuration: {} (see kbwatch doctor)", exposure)
     page = None
     try:
         if kb.settings["service"]["http"]:

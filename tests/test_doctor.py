@@ -125,3 +125,47 @@ def test_a_plugin_that_cannot_load_is_reported_not_a_traceback(kb):
     assert code == 1
     assert by_name["plugins"]["level"] == "MISSING" and "kbwatch_no_such_plugin_module" in by_name["plugins"]["message"]
     assert "Traceback" not in doctor(kb).stderr
+
+
+def test_a_root_config_others_could_write_is_reported(kb, tmp_path):
+    """Whoever writes <root>/kbwatch.toml decides what kbwatch does at its next start: in a root a team
+    writes to, doctor says when someone else could have created or replaced it, and how to fix it."""
+    cfg = kb / "kbwatch.toml"
+
+    def configuration():
+        return checks(kb)[1].get("configuration")
+
+    os.chmod(kb, 0o755)
+    assert configuration() is None  # a private root, no file: nothing to say
+    os.chmod(kb, 0o2775)  # the team's group writes to the root
+    found = configuration()
+    assert found["level"] == "WARN" and "does not exist" in found["message"] and "chmod +t" in found["fix"]
+    cfg.write_text("[service]\nsettle_seconds = 1.0\n", encoding="utf-8")
+    os.chmod(cfg, 0o664)
+    assert "writable by its group" in configuration()["message"]
+    os.chmod(cfg, 0o644)
+    assert "no sticky bit" in configuration()["message"]
+    os.chmod(kb, 0o3775)  # sticky: only the owner can replace it
+    assert configuration()["level"] == "OK"
+    os.chown(cfg, 54321, -1)
+    assert "belongs to uid 54321" in configuration()["message"]
+    os.chown(cfg, os.getuid(), -1)
+    link = tmp_path / "elsewhere.toml"
+    link.write_text("", encoding="utf-8")
+    cfg.unlink()
+    cfg.symlink_to(link)
+    os.chown(link, 54321, -1)
+    assert "belongs to uid 54321" in configuration()["message"]  # the file the link leads to
+    # the service says it once in its log at start (and still starts)
+    cfg.unlink()
+    from test_watch import Service
+
+    svc = Service(kb, tmp_path).start()
+    try:
+        from test_watch import wait_for
+
+        wait_for(lambda: "configuration:" in svc.log(), 30, "the warning", proc=svc)
+        assert "does not exist and others can write" in svc.log()
+        assert svc.terminate()[0] == 0
+    finally:
+        svc.ensure_dead()

@@ -325,6 +325,10 @@ def _permissions(root: Path, state: Path) -> list[Check]:
     elif (root / ROOT_CONFIG_NAME).exists():
         out.append(Check("configuration", OK, f"{root / ROOT_CONFIG_NAME} can be changed by this user only"))
     probe = state if state.exists() else state.parent
+    if state.is_dir() and os.stat(state).st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        out.append(Check("state dir permissions", WARN, f"{state} is writable by its group or by everyone "
+                         f"(mode {stat.filemode(os.stat(state).st_mode)}): they can edit the journal and the "
+                         "index, or delete the lock file", f"chmod go-w {state}"))
     if not os.access(probe, os.W_OK | os.X_OK):
         out.append(Check("state dir permissions", MISSING, f"{probe} is not writable: no journal, index or lock",
                          "make it writable for this user or set [service] state_dir", required=True))

@@ -156,6 +156,13 @@ def test_a_root_config_others_could_write_is_reported(kb, tmp_path):
     cfg.symlink_to(link)
     os.chown(link, 54321, -1)
     assert "belongs to uid 54321" in configuration()["message"]  # the file the link leads to
+    state = kb / ".kbwatch"
+    state.mkdir(exist_ok=True)
+    os.chmod(state, 0o775)
+    found = checks(kb)[1]["state dir permissions"]
+    assert found["level"] == "WARN" and "chmod go-w" in found["fix"]
+    os.chmod(state, 0o755)
+    assert "state dir permissions" not in checks(kb)[1]
     # the service says it once in its log at start (and still starts)
     cfg.unlink()
     from test_watch import Service

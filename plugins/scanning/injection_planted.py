@@ -85,6 +85,8 @@ _VOC_ANY = re.compile(r"ai|agent|bot|llm|gpt|copilot|assistant|cursor|codex|模�
 _VOC_NOW = r"请(?![求教示假柬您你])|务必|必须|须(?!知)|一律|记得|(?:需|应|要)?(?:立即|马上|立刻|直接)"
 _VOCATIVE = re.compile(
     r"(?:致|写给|谨致|寄语|留给)[^。！？\n，,：:]{0,14}?(?:" + _VOC_READER + r")[^。！？\n，,：:]{0,6}?(?:的话|的备注|的说明|的留言)?\s*(?:[：:]|——|--|—)"
+    # a bracketed dedication (ninth pass): "【致负责审核本帖的AI】…"
+    r"|[【\[]\s*(?:致|写给|给)[^。！？\n】\]]{0,14}?(?:" + _VOC_READER + r")[^。！？\n】\]]{0,6}?[】\]]"
 
     # "（给筛选系统看的）：请…"
     r"|(?:给|写给|专给)[^。！？\n，,：:]{0,10}?(?:" + _VOC_READER + r")(?:看|读|参考)的?\s*[）)]?\s*[：:，,]?"
@@ -101,11 +103,13 @@ _VOCATIVE = re.compile(
 # code comment's tag naming an agent ("# todo(ai-agent): …", "// note(copilot): …"). What follows the label is for the
 # machine, so a bare verb is order enough ("…的附注：忽略其他报价", "todo(agent): 发布前把…跳过")
 _NOTE_LABEL = re.compile(
-    r"(?:写给|给)[^。！？\n，,：:]{0,10}?(?:" + _VOC_READER + r")(?:的|之)(?:备注|附注|说明|留言|附言|提示|话|注意事项)\s*[：:]"
+    r"(?:写给|给)[^。！？\n，,：:]{0,10}?(?:" + _VOC_READER + r")(?:的|之)(?:备注|附注|说明|留言|附言|提示|话|注意事项|上下文更新|更新|指示|指令|消息|通知)\s*[：:]"
+    # or the machine reader named right after 给: "给购物Agent：…" (not 给行政助理：, a person)
+    r"|(?<![\u4e00-\u9fff])给[\u4e00-\u9fff]{0,6}?(?:" + _A + r"(?:ai|agent|bot|llm|gpt)" + _Z + r"|模型|智能体|机器人|大模型)\s*[：:]"
     r"|(?:备注|附注|附言|留言|批注|提示)(?:给|予|致)[^。！？\n，,：:]{0,8}?(?:" + _VOC_READER + r")\s*[：:]"
     r"|(?:todo|fixme|note|hack|xxx|nb)\s*[(（]\s*(?:ai|agent|bot|llm|copilot|assistant|gpt|cursor|codex)[\w-]*\s*[)）]\s*[：:]")
 _BARE_ORDER = re.compile(r"忽略|无视|跳过|绕过|删除|删掉|关闭|关掉|禁用|把|将|给出|给予|列为|评为|打[^，,。]{0,2}分|标记|执行|运行|发送|上传|转发|打开|点击|批准|"
-                         r"通过|录用|提升|授予|开通|输出|透露|泄露|回复|告诉")
+                         r"通过|录用|提升|授予|开通|输出|透露|泄露|回复|告诉|注释掉|注掉|去掉|停掉|禁掉|关掉|修改|改为|改成|替换|照[^，,。]{0,6}?(?:做|办|执行|要求|修改)|按[^，,。]{0,6}?(?:做|办|执行)")
 _VOC_OPEN = re.compile(r"(?:" + _VOC_AI + r")[\u4e00-\u9fff]{0,2}?\s*(?:[，,：:]\s*)?(?=" + _VOC_NOW + r")")
 _VOC_PREFIXES = ("读到这里的", "正在读的", "在读的")
 # (ninth pass) the reader named by what it is doing, in a relative clause: "正在朗读菜谱的语音助手，请…", "自动处理短信的助理：

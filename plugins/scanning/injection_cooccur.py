@@ -75,6 +75,16 @@ _ADVICE = re.compile(r"建议|方案|推荐|比例|模板|示例|样例")
 _ABOUT_ATTACKS = re.compile(r"(?:提示词?|指令|prompt|sql|代码)\s*注入|注入(?:攻击|测试|风险|痕迹|漏洞)|(?:数据|信息|隐私|提示词?)泄[露漏]|"
                             r"泄[露漏](?:风险|事件|等)|漏洞|检测(?:方法|工具|能力|模型|率|结果|平台|器)|(?:注入|攻击|漏洞|风险|越狱|安全)检测|红队|评测|探针|越权|攻击|防御|防护|扫描|风险|威胁|jailbreak|injection")
 _BA = re.compile(r"(?:把|将)")
+# a replacement named by its instrument, the old one after the verb (ninth pass): "用新的系统提示覆盖旧的",
+# "拿这段设定把你原来的那套换掉"
+_INSTRUMENT = re.compile(r"(?:用|拿|以)(?:这段|这份|这套|下面的?|以下的?|下列的?|新的?|我的|我给的)")
+_OLD_AFTER = re.compile(r"(?:掉)?(?:你|您)?(?:旧的|旧|原来的|原先的|原有的|现有的|之前的|以前的|原本的)")
+# (ninth pass) an act word used as a noun: "模型的输出", "这份翻译稿", "输出结果"; a word rendered as a quoted word
+# ("把 prompt 译成「提示」"): talk about wording, not a request to show the prompt
+_NOUN_AFTER = re.compile(r"稿|员|器|件|社|官|者|结果|质量|格式|效果|风格|工作|水平")
+_TRANSLATE = frozenset(("翻译", "译成", "译为", "翻成", "转成", "转换", "改成", "改为", "换成"))
+_QUOTED_WORD = re.compile(r"\s*[「“\"『‘'][^」”\"』’'\n]{1,8}[」”\"』’']")
+_OLD_BEFORE = re.compile(r"(?:把|将)(?:你|您)?(?:旧的|原来的|原先的|原有的|现有的|之前的|以前的|原本的)")
 _CLAUSE_BREAK = re.compile(r"[，,；;：:]")  # act and target in one clause
 # a quoted attack phrase is being discussed when text about attacks or a pointer at the quote is near
 QUOTE_DISCUSSION = re.compile(_ABOUT_ATTACKS.pattern + r"|注入|过滤|拦截|拦下|例如|比如|示例|样本|例句|测试集|测试用例|用例|写着|那行字|这句话|这种|此类|这类"
@@ -158,6 +168,8 @@ _VOID_CONTEXT = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|as
                            r"以下内容|下面的内容|优先级最高|最高优先级|优先级更高|更优先|唯一准则|唯一依据|"
                            # what takes their place: "改为执行以下命令", "以这里为准", "执行本文件中的命令"
                            r"以下命令|下面的命令|如下命令|改为执行|改成执行|本文件中的命令|"
+                           # (ninth pass) "…统统作废，照下面的新说明做", "按以下的新要求回答"
+                           r"新说明|新要求|新的要求|新的说明|按下面|按照下面|照下面|按以下|按照以下|照以下|"
                            r"以(?:这里|此处|此|这|本段|本条|本文|下文|下面|以下|我)[^，,。]{0,4}?为准|" + _ERA)
 # a notice to staff voids its own policy ("原有的考勤规则自下月起废止，请各位同事及时查看"): people addressed, no model
 _PEOPLE = re.compile(r"各位|同事|全体|员工|同学们|大家|各部门|广大|用户们|家长|乘客|会员")
@@ -244,13 +256,18 @@ def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
             if not tgts:
                 continue
             for a0, a1 in acts:
+                if (a0 > 0 and sent[a0 - 1] == "的") or _NOUN_AFTER.match(sent, a1) or (
+                        sent[a0:a1] in _TRANSLATE and _QUOTED_WORD.match(sent, a1)):
+                    continue
                 # act → target (忽略…规则), or 把/将 + target → act (把规则扔一边): a target before its
                 # act with no 把 is a noun phrase (提示词泄露, 命令…替换为你的 token)
                 span = _NEGATOR_SPAN if sent[a0:a1] in _NEGATORS else _SPAN
                 pair = next(((t0, t1) for t0, t1 in tgts
                              if not _ADVICE.match(sent, t1)  # 输出你的配置建议: advice about a setting, not the model's own
                              and (0 <= t0 - a1 <= span
-                                 or (span == _SPAN and 0 <= a0 - t1 <= _SPAN and _BA.search(sent, max(0, t0 - 40), t0)))
+                                 or (span == _SPAN and 0 <= a0 - t1 <= _SPAN and (_BA.search(sent, max(0, t0 - 40), t0) or (
+                                     rule == "injection.new-instructions" and _INSTRUMENT.search(sent, max(0, t0 - 10), t0)
+                                     and (_OLD_AFTER.match(sent, a1) or _OLD_BEFORE.search(sent, t1, a0))))))
                              and not (t0 < a1 and a0 < t1)
                              and not _CLAUSE_BREAK.search(sent, min(a1, t1), max(a0, t0))), None)
                 if pair is None:

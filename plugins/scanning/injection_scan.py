@@ -99,7 +99,7 @@ _MF = FR.build_rules(ML.FRAMES)
 _ZF_SET = PatternSet([pat for _, _, _, pat, _ in _ZF])
 _EF_SET = PatternSet([pat for _, _, _, pat, _ in _EF])
 _MF_SET = PatternSet([pat for _, _, _, pat, _ in _MF])
-WordScan([_EN_SET, _EF_SET, _MF_SET])  # one walk over a view's word starts serves the three sets
+_WORDS = WordScan([_EN_SET, _EF_SET, _MF_SET])  # one walk over a view's word starts serves the three sets
 _LEET_FRAMES = ("en",)  # the leetspeak view re-runs the English frames too ("8ypass: `0s.sy5tem('wh0am1')`")
 _SPLIT_MAX = 20_000
 # in-word hyphens are dropped only where the joined word is one the rules look for ("i-nstruction",
@@ -464,7 +464,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if f is not None:
             findings.append(f)
 
-    res = _EN_SET.finditer_all(vt)
+    with _WORDS.held(vt):  # the view's word starts are found once for the three sets, even on a large text
+        res = _EN_SET.finditer_all(vt)
+        zvt = cjk_lines(vt) if cjk else None
+        frames = _frame_hits(vt, cjk, zvt=zvt)
     for rule, sev, msg, s, e in _strong_hits(vt, cjk, res=res):
         if rule in _NEGATABLE and _negated(vt, s):
             continue
@@ -480,8 +483,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if msg in _ZH_SCOPED_MSGS and not FR.framing_ok(vt, s, e, "scoped", "zh"):
             continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"
         add(rule, sev, msg, s, e)
-    zvt = cjk_lines(vt) if cjk else None
-    for rule, sev, msg, s, e in _frame_hits(vt, cjk, zvt=zvt) + (CO.hits(zvt) + PO.hits(zvt) + AG.hits(zvt) if cjk else []):
+    for rule, sev, msg, s, e in frames + (CO.hits(zvt) + PO.hits(zvt) + AG.hits(zvt) if cjk else []):
         # (the poisoning shapes name "有人问到…" themselves: not a report of what someone did)
         if cjk and (_quoted_discussion(vt, s, e) or (rule != "injection.poisoning" and FR.zh_reported(vt, s))
                     or _zh_prohibited(vt, rule, s, e) or _attributed_speech(vt, s, e)

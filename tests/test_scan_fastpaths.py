@@ -354,6 +354,11 @@ def test_findings_equal_with_the_fast_paths_switched_off(scanners, monkeypatch):
     if IM.load_zh() is not None:
         monkeypatch.setattr(IM.load_zh(), "_bigrams", None)
     monkeypatch.setattr(SI._WORDS, "held", lambda text: nullcontext())
+    monkeypatch.setattr(SS, "HEX_TOKEN", re.compile(r"(?<![A-Za-z0-9_\-/.])([0-9a-fA-F]{32,64})(?![A-Za-z0-9_\-/])"))
+    monkeypatch.setattr(SS, "LABEL_FIND", re.compile(
+        r"(?<![\w-])(?:(?:secret|api|access|auth|authentication|encryption|signing|client|private|master|root) "
+        r"(?:key|token|secret|password)|pass ?phrase)"))
+    monkeypatch.setattr(SS, "_KEY_SUFFIX_GATE", re.compile(""))
     monkeypatch.setitem(decoders.ENCODED_GATES, "morse", re.compile(r"[.\-]{1,6}[ /][.\-]{1,6}[ /][.\-]{1,6}"))
     monkeypatch.setitem(decoders.ENCODED_GATES, "binary", re.compile(r"[01]{8}"))
     monkeypatch.setitem(decoders.ENCODED_GATES, "base32", re.compile(r"[A-Z2-7]{24}"))
@@ -598,3 +603,37 @@ def test_large_view_word_scan_shared_only_while_held():
         assert ws._last[0] is not big
     finally:
         P.AnchorScan.hits = orig
+
+
+def test_secrets_patterns_written_from_their_first_character_find_the_same_spans():
+    hex_old = re.compile(r"(?<![A-Za-z0-9_\-/.])([0-9a-fA-F]{32,64})(?![A-Za-z0-9_\-/])")
+    label_old = re.compile(r"(?<![\w-])(?:(?:secret|api|access|auth|authentication|encryption|signing|client|private|"
+                           r"master|root) (?:key|token|secret|password)|pass ?phrase)")
+    found = {"hex": 0, "label": 0}
+    texts = _pieces(["0123456789abcdef"] * 4 + ["deadbeef"] * 3 + ["x", "-", "/", ".", " ", "\n", "g", "_", "A0"], 3000, 47, 14)
+    for s in texts:
+        plain = [m.span(1) for m in hex_old.finditer(s)]
+        found["hex"] += bool(plain)
+        assert [m.span(1) for m in SS.HEX_TOKEN.finditer(s)] == plain, s
+    words = ["secret", "api", "access", "auth", "authentication", "encryption", "signing", "client", "private", "master",
+             "root", "key", "token", "password", "pass", "phrase", "passphrase", " ", "-", "x", "s", "\n", "_"]
+    for s in _pieces(words, 4000, 53, 10):
+        plain = [m.span() for m in label_old.finditer(s)]
+        found["label"] += bool(plain)
+        assert [m.span() for m in SS.LABEL_FIND.finditer(s)] == plain, s
+    assert found["hex"] > 100 and found["label"] > 100
+
+
+def test_key_suffix_gate_holds_on_every_match():
+    rng = random.Random(59)
+    keys = ["api_key", "x.KEY", "my-Key", "a_\u212aey", "b.ke", "key", "c_ky", "d__key"]
+    ops = ["=", ":", "=>", ":=", " = ", '" : ', "'=", "\t:", "\n=", "==", ""]
+    values = ["AbCdEf0123456789xyz", "'s3cr3tV4lu3L0ngEnough'", "short1", '"AbCdEf0123456789xyz"']
+    texts = [rng.choice(["", "x ", "\n", "."]) + rng.choice(keys) + rng.choice(ops) + rng.choice(values)
+             + rng.choice(["", " ", "!", "\n"]) for _ in range(6000)]
+    found = 0
+    for s in texts:
+        if SS.KEY_SUFFIX_ASSIGN.search(s):
+            found += 1
+            assert SS._KEY_SUFFIX_GATE.search(s.lower()), s
+    assert found > 100

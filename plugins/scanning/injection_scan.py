@@ -161,9 +161,13 @@ _PINYIN_WORDS = [sy.split(" ") for sy in sorted((
     "ba ni de", "shen fen", "pei zhi"), key=len, reverse=True)]
 # the whole match is the pinyin word (group 0): "(?<![a-z])(hu\s?lue|…)(?![a-z])" written to begin with the
 # class of the words' first letters, so that `re` skips other characters in C instead of trying the
-# alternation at every position (the look-behinds check what the first letter was; same matches)
-_PINYIN_RE = re.compile("[" + "".join(sorted({sy[0][0] for sy in _PINYIN_WORDS})) + r"](?<![a-z].)(?:" + "|".join(
-    f"(?<={sy[0][0]})" + r"\s?".join([sy[0][1:], *sy[1:]]) for sy in _PINYIN_WORDS) + r")(?![a-z])")
+# alternation at every position (the look-behinds check what the first letter was; same matches); the
+# words grouped by first letter, so a letter tries only its own words (in their order: the same matches)
+_PINYIN_BY_FIRST: dict[str, list[str]] = {}
+for _sy in _PINYIN_WORDS:
+    _PINYIN_BY_FIRST.setdefault(_sy[0][0], []).append(r"\s?".join([_sy[0][1:], *_sy[1:]]))
+_PINYIN_RE = re.compile("[" + "".join(sorted(_PINYIN_BY_FIRST)) + r"](?<![a-z].)(?:" + "|".join(
+    f"(?<={c})(?:" + "|".join(rest) + ")" for c, rest in sorted(_PINYIN_BY_FIRST.items())) + r")(?![a-z])")
 
 # a two-syllable rule word written half in characters, half in pinyin ("跳过安quan检查", "quan限", "shen批"):
 # read as the characters

@@ -359,6 +359,8 @@ def test_findings_equal_with_the_fast_paths_switched_off(scanners, monkeypatch):
         r"(?<![\w-])(?:(?:secret|api|access|auth|authentication|encryption|signing|client|private|master|root) "
         r"(?:key|token|secret|password)|pass ?phrase)"))
     monkeypatch.setattr(SS, "_KEY_SUFFIX_GATE", re.compile(""))
+    monkeypatch.setattr(SI, "_HYPHEN_TOKEN", re.compile(r"(?<![a-z])[a-z]+(?:-{1,4}[a-z]+)+(?![a-z])"))
+    monkeypatch.setattr(SI, "_line_matches", lambda pattern, gate, text: None)
     monkeypatch.setitem(decoders.ENCODED_GATES, "morse", re.compile(r"[.\-]{1,6}[ /][.\-]{1,6}[ /][.\-]{1,6}"))
     monkeypatch.setitem(decoders.ENCODED_GATES, "binary", re.compile(r"[01]{8}"))
     monkeypatch.setitem(decoders.ENCODED_GATES, "base32", re.compile(r"[A-Z2-7]{24}"))
@@ -637,3 +639,26 @@ def test_key_suffix_gate_holds_on_every_match():
             found += 1
             assert SS._KEY_SUFFIX_GATE.search(s.lower()), s
     assert found > 100
+
+
+def test_hyphen_token_written_from_its_first_letter_finds_the_same_tokens():
+    old = re.compile(r"(?<![a-z])[a-z]+(?:-{1,4}[a-z]+)+(?![a-z])")
+    found = 0
+    for s in _pieces(["ab", "c", "-", "--", "-----", " ", "\n", "1", "é", "in", "struction"], 4000, 61, 14):
+        plain = [m.span() for m in old.finditer(s)]
+        found += bool(plain)
+        assert [m.span() for m in SI._HYPHEN_TOKEN.finditer(s)] == plain, s
+    assert found > 500
+
+
+def test_leet_tokens_on_the_gated_lines_equal_the_whole_text_search():
+    rng = random.Random(67)
+    pieces = ["pr3v10u5", "1gn0r3", "covid19", "a", "word", " ", " ", "\n", "2024", "@", "h2o", "x!", "ь", "中文", "|"]
+    found = 0
+    for _ in range(40):
+        text = "".join(rng.choice(pieces) for _ in range(12_000))  # over the 20,000 characters of a whole-text search
+        plain = [m.span() for m in SI._LEET_TOKEN.finditer(text)]
+        gated = SI._line_matches(SI._LEET_TOKEN, SI._LEET_GATE, text)
+        assert gated is not None and [m.span() for m in gated] == plain
+        found += len(plain)
+    assert found > 10_000

@@ -60,6 +60,7 @@ from kbwatch.plugins.scanning import injection_multilingual as ML
 from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
 from kbwatch.plugins.scanning import injection_templates as TP
+from kbwatch.plugins.scanning.normalise import _line_matches
 from kbwatch.plugins.scanning.wordscan import WordScan
 from kbwatch.plugins.scanning import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, apply_rewrite, decode_encoded,
                                decode_invisible_runs, exact_anchors, join_split_words, make_finding, may_match, normalize,
@@ -104,7 +105,8 @@ _LEET_FRAMES = ("en",)  # the leetspeak view re-runs the English frames too ("8y
 _SPLIT_MAX = 20_000
 # in-word hyphens are dropped only where the joined word is one the rules look for ("i-nstruction",
 # "jail-broken"); ordinary compounds keep their hyphens, so "potentially-harmful-to-humans" still holds "harmful"
-_HYPHEN_TOKEN = re.compile(r"(?<![a-z])[a-z]+(?:-{1,4}[a-z]+)+(?![a-z])")
+# (= (?<![a-z])[a-z]+(?:-{1,4}[a-z]+)+(?![a-z]), written to open with a letter: the search skips other characters in C)
+_HYPHEN_TOKEN = re.compile(r"[a-z](?<![a-z].)[a-z]*+(?:-{1,4}[a-z]+)+(?![a-z])")
 _HYPHEN_VOCAB = FR.SPLIT_WORDS | frozenset(
     w for pattern in [pat.pattern for _, _, _, pat in R.EN_STRONG] + [pat.pattern for _, pat in R.SIGNALS]
     + [pat for _, _, _, pat, _ in FR.EN_FRAMES + PE.EN_FRAMES + TP.EN_FRAMES]
@@ -518,7 +520,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     # leetspeak view (same length as vt, so the same map applies); on long texts only the
     # windows around leet tokens are re-scanned, so the cost does not double
     if _LEET_GATE.search(vt):
-        toks = [(m.start(), m.end()) for m in _LEET_TOKEN.finditer(vt) if _leet_relevant(m.group())]
+        # (a leet token holds a letter next to a digit or symbol, i.e. a _LEET_GATE match: on a long text only
+        # the lines with one are searched)
+        ms = _line_matches(_LEET_TOKEN, _LEET_GATE, vt)
+        toks = [(m.start(), m.end()) for m in (_LEET_TOKEN.finditer(vt) if ms is None else ms) if _leet_relevant(m.group())]
         for ws, we in _windows(vt, toks):
             part = vt[ws:we]
             leet = _LEET_TOKEN.sub(lambda m: m.group().translate(_LEET), part)

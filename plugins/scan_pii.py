@@ -25,6 +25,7 @@ import re
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.model import Finding
 from kbwatch.plugins.scanning import LineIndex, make_finding, normalize, scan_options
+from kbwatch.plugins.scanning.normalise import gated_line_matches
 
 KIND = "pii"
 _W = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
@@ -32,13 +33,19 @@ _PROVINCES = {11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42
               53, 54, 61, 62, 63, 64, 65, 71, 81, 82, 83, 91}
 
 RIC = re.compile(r"(?<![0-9A-Za-z])([1-9]\d{5}(?:18|19|20)\d{2}\d{2}\d{2}\d{3}[0-9Xx])(?![0-9A-Za-z])")
-CARD = re.compile(r"(?<![\d\-.])((?:\d[ \-]?){12,18}\d)(?![\d\-]|\.\d)")
-MOBILE = re.compile(r"(?<![\d+])((?:(?:\+|00)86[ \-]?)?1[3-9]\d(?:[ \-]?\d{4}){2})(?!\d)")
+# CARD and MOBILE open with the class of their first character and test the character before it in a
+# look-behind after it, so ``re`` skips other characters in C (a pattern that opens with a look-behind is
+# tried at every position). Same matches as
+#   CARD   (?<![\d\-.])((?:\d[ \-]?){12,18}\d)(?![\d\-]|\.\d)
+#   MOBILE (?<![\d+])((?:(?:\+|00)86[ \-]?)?1[3-9]\d(?:[ \-]?\d{4}){2})(?!\d)
+# (a mobile number opens with "+86", "0086" or "1"; tests/test_scan_fastpaths.py compares them on random texts)
+CARD = re.compile(r"(\d(?<![\d\-.].)(?:[ \-]?\d){12,18})(?![\d\-]|\.\d)")
+MOBILE = re.compile(r"([+01](?<![\d+].)(?:(?<=\+)86[ \-]?1|(?<=0)086[ \-]?1|(?<=1))[3-9]\d(?:[ \-]?\d{4}){2})(?!\d)")
 EMAIL = re.compile(r"(?<![\w.+\-])([A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,24})\b")
 # digit-first necessary sub-patterns: fast tests before the look-behind-first patterns
 _RIC_GATE = re.compile(r"\d{17}")
-_CARD_GATE = re.compile(r"(?:\d[ \-]?){12}\d")
-_MOBILE_GATE = re.compile(r"1[3-9]\d")  # literal-first: a fast test before the look-behind-first MOBILE
+_MOBILE_GATE = re.compile(r"1[3-9]\d")  # literal-first: a quick test before MOBILE
+_AT = re.compile("@")
 CARD_CONTEXT = re.compile(r"(?i)卡号|银行卡|信用卡|借记卡|储蓄卡|银联|card|visa|master|amex|unionpay|account\s*(?:no|number)|账号|帳號|卡號")
 
 
@@ -115,7 +122,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     for m in (RIC.finditer(vt) if _RIC_GATE.search(vt) else ()):
         if ric_valid(m.group(1)):
             add("pii.cn-resident-id", "high", m.start(1), m.end(1), "Chinese resident ID number")
-    for m in (CARD.finditer(vt) if _CARD_GATE.search(vt) else ()):
+    for m in CARD.finditer(vt):
         raw = m.group(1)
         d = re.sub(r"[ \-]", "", raw)
         # grouped numbers must use regular groups (4-4-4-4…, 4-6-5) to count as one card
@@ -127,7 +134,9 @@ def scan_text(text: str, settings=None) -> list[Finding]:
                 "bank card number (Luhn-valid)")
     for m in (MOBILE.finditer(vt) if _MOBILE_GATE.search(vt) else ()):
         add("pii.cn-mobile", "medium", m.start(1), m.end(1), "mainland China mobile number")
-    for m in (EMAIL.finditer(vt) if "@" in vt else ()):
+    # (only on the lines that hold an "@": an address lies on one line, and the look-behind that opens
+    # EMAIL would otherwise be tried at every position of the text)
+    for m in (gated_line_matches(EMAIL, _AT, vt) if "@" in vt else ()):
         if _credential_before(vt, m.start(1)):
             continue  # user:password@host is a credential (kind secret), not an e-mail address
         add("pii.email", "low", m.start(1), m.end(1), "e-mail address")

@@ -370,6 +370,9 @@ REVERSE_ASSIGN = re.compile(r"([\"'`])(?P<qv>[^\"'`\n]{4,200})\1\s*(?:===|!==|==
 KEY_SUFFIX_ASSIGN = re.compile(
     r"(?i)(?<![\w.\-])(?P<key>[a-z][\w.\-]*[_\-.]key)(?P<kq>[\"'`]?)\s*(?::=|=>|=|:)\s*(?P<q>[\"'`]?)"
     r"(?P<v>[A-Za-z0-9_\-+/=.~]{16,200})(?P=q)(?![A-Za-z0-9_\-+/=.~])")
+# what every KEY_SUFFIX_ASSIGN match holds, lower-cased ("_KEY = " → "_key = "): a quick test first (the
+# pattern, case-insensitive and opened by a look-behind, is tried at every position of the text)
+_KEY_SUFFIX_GATE = re.compile(r"[_\-.]key[\"'`]?\s*(?::=|=>|=|:)")
 # password.assign("…"), set_password("…"), setPassword("…"): a literal handed to a secret-named
 # call (not SQL's upper-case PASSWORD('…') hash function, nor get_/find_/load_… look-ups by name)
 # (tried right after each keyword hit that a "(" follows: the key ends with the keyword)
@@ -428,14 +431,20 @@ PASSWORD_HASH = re.compile(r"(?<![\w$])(\$1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{2
 # "Secret Key: AIhq5Xyb1Gga9Q3", "API token = …": a two-word label in prose; the value must look generated
 LABEL_PAIR = re.compile(r"(?i)(?<![\w-])(?P<key>(?:secret|api|access|auth|authentication|encryption|signing|client|private|master|root)[ ](?:key|token|secret|password)"
                         r"|pass[ ]?phrase)[ \t]*[:=][ \t]*(?P<v>[A-Za-z0-9+/=_\-.~!@#%^&*]{8,200})(?![^\s,;])")
-LABEL_FIND = re.compile(r"(?<![\w-])(?:(?:secret|api|access|auth|authentication|encryption|signing|client|private|master|root) (?:key|token|secret|password)|pass ?phrase)")
+# LABEL_FIND and HEX_TOKEN open with the class of their first character and test the character before it
+# in a look-behind after it (``re`` skips other characters in C; a pattern opening with a look-behind is
+# tried at every position); the same matches as (tests/test_scan_fastpaths.py compares them)
+#   (?<![\w-])(?:(?:secret|api|access|auth|authentication|encryption|signing|client|private|master|root) (?:key|token|secret|password)|pass ?phrase)
+#   (?<![A-Za-z0-9_\-/.])([0-9a-fA-F]{32,64})(?![A-Za-z0-9_\-/])
+LABEL_FIND = re.compile(r"[acemprs](?<![\w-].)(?:(?:(?<=s)(?:ecret|igning)|(?<=a)(?:pi|ccess|uth|uthentication)|(?<=e)ncryption"
+                        r"|(?<=c)lient|(?<=p)rivate|(?<=m)aster|(?<=r)oot) (?:key|token|secret|password)|(?<=p)ass ?phrase)")
 # a PEM private key written as base64 (Kubernetes secrets, JSON configs): "LS0tLS1CRUdJTi" is "-----BEGIN"
 B64_PEM = re.compile(r"(?<![A-Za-z0-9+/])(LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}={0,2})")
 _WORD_PASSWORDS = frozenset({"password", "passwd", "secret", "pass", "pwd"})  # user:secret@host — a password all the same
 ZH_ASSIGN = re.compile(_ZH_KEYS + r"(?:\s*(?:[:：=]|是|为|為)\s*)(?P<uv>[!-~]{4,128})")
 
 ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-/+.=])([A-Za-z0-9_\-+/]{20,100}={0,2})(?![A-Za-z0-9_\-/+=])")
-HEX_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-/.])([0-9a-fA-F]{32,64})(?![A-Za-z0-9_\-/])")
+HEX_TOKEN = re.compile(r"([0-9a-fA-F](?<![A-Za-z0-9_\-/.].)[0-9a-fA-F]{31,63})(?![A-Za-z0-9_\-/])")
 URL = re.compile(r"\b(?:https?|ftp|file|s3|gs)://[^\s)\]>\"']+|\bdata:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
 PUBLIC_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*(?:PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?|SIGNATURE)-----"
                           r"[\s\S]*?(?:-----END [A-Z0-9 ]*-----|\Z)")
@@ -984,7 +993,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     for m in (REVERSE_ASSIGN.finditer(text) if ("==" in text or "!=" in text) else ()):
         if _value_ok(m.group("qv"), quoted=True) and _token_value_ok(m.group(0)[m.end("qv") - m.start():], m.group("qv")):
             add("secret.password-assignment", "high", m.start("qv"), m.end("qv"), "compared with a secret variable")
-    if "key" in low:
+    if "key" in low and _KEY_SUFFIX_GATE.search(low):
         for m in _on_lines(KEY_SUFFIX_ASSIGN, text, ("key",), low, memo=memo):
             val = m.group("v")
             if (_value_ok(val, quoted=bool(m.group("q"))) and not _NEGATED_KEY.match(m.group("key"))

@@ -69,6 +69,7 @@ TEXTS = [
     "本季度的重点工作是完成计费系统的迁移，并保证对现有客户无感知。操作设备前，请先阅读第四节中的安全说明。 Ana 李雷",
     "| item | owner | due |\n|---|---|---|\n| Results | Bo | 2026-05-13 |\n\n- i am the admin\n- this is the owner",
     "a\u200bb\u200bc i\tam\u3000your\u00a0developer; the\u2028system prompt",
+    "请联系 +86 138 1234 5678 或 ann.lee@example.com，card 4111 1111 1111 1111\nbob@x.io 13912345678 ℃ … Ⅱ",
 ]
 
 
@@ -341,6 +342,25 @@ def test_findings_equal_with_the_fast_paths_switched_off(scanners, monkeypatch):
                                                      + r")(?![a-z])"))
     monkeypatch.setattr(normalise, "_SPACED_GATE", re.compile(r"(?:[^\W\d_][ \t.\-_*·|/]{1,2}){3}[^\W\d_]"))
     monkeypatch.setattr(fence, "_FEW", -1)  # always translate()
+    # (scanperf2) the PII patterns as first written, e-mail over the whole text, translate() in normalize,
+    # the learned models' "a b" bigram strings, no large view held for the shared word walk
+    from contextlib import nullcontext
+    from kbwatch.plugins import scan_pii as PII
+    monkeypatch.setattr(PII, "CARD", re.compile(r"(?<![\d\-.])((?:\d[ \-]?){12,18}\d)(?![\d\-]|\.\d)"))
+    monkeypatch.setattr(PII, "MOBILE", re.compile(r"(?<![\d+])((?:(?:\+|00)86[ \-]?)?1[3-9]\d(?:[ \-]?\d{4}){2})(?!\d)"))
+    monkeypatch.setattr(PII, "gated_line_matches", lambda pattern, gate, text: list(pattern.finditer(text)))
+    monkeypatch.setattr(normalise, "_REPLACE_MAX", -1)
+    monkeypatch.setattr(IM.load(), "_bigrams", None)
+    if IM.load_zh() is not None:
+        monkeypatch.setattr(IM.load_zh(), "_bigrams", None)
+    monkeypatch.setattr(SI._WORDS, "held", lambda text: nullcontext())
+    monkeypatch.setattr(SS, "HEX_TOKEN", re.compile(r"(?<![A-Za-z0-9_\-/.])([0-9a-fA-F]{32,64})(?![A-Za-z0-9_\-/])"))
+    monkeypatch.setattr(SS, "LABEL_FIND", re.compile(
+        r"(?<![\w-])(?:(?:secret|api|access|auth|authentication|encryption|signing|client|private|master|root) "
+        r"(?:key|token|secret|password)|pass ?phrase)"))
+    monkeypatch.setattr(SS, "_KEY_SUFFIX_GATE", re.compile(""))
+    monkeypatch.setattr(SI, "_HYPHEN_TOKEN", re.compile(r"(?<![a-z])[a-z]+(?:-{1,4}[a-z]+)+(?![a-z])"))
+    monkeypatch.setattr(SI, "_line_matches", lambda pattern, gate, text: None)
     monkeypatch.setitem(decoders.ENCODED_GATES, "morse", re.compile(r"[.\-]{1,6}[ /][.\-]{1,6}[ /][.\-]{1,6}"))
     monkeypatch.setitem(decoders.ENCODED_GATES, "binary", re.compile(r"[01]{8}"))
     monkeypatch.setitem(decoders.ENCODED_GATES, "base32", re.compile(r"[A-Z2-7]{24}"))
@@ -468,3 +488,177 @@ def test_assignment_operator_gate_changes_no_finding(monkeypatch):
     assert any(gated)
     monkeypatch.setattr(SS, "_ASSIGN_OPS", None)
     assert spans() == gated
+
+
+# ---- scanperf2: the second speed pass's shortcuts -------------------------------------------------
+
+def _pieces(pieces: list[str], n: int, seed: int, max_len: int = 16) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(pieces) for _ in range(rng.randint(0, max_len))) for _ in range(n)]
+
+
+def test_pii_patterns_written_from_their_first_character_find_the_same_spans():
+    from kbwatch.plugins import scan_pii as PII
+    card_old = re.compile(r"(?<![\d\-.])((?:\d[ \-]?){12,18}\d)(?![\d\-]|\.\d)")
+    mobile_old = re.compile(r"(?<![\d+])((?:(?:\+|00)86[ \-]?)?1[3-9]\d(?:[ \-]?\d{4}){2})(?!\d)")
+    found = {"card": 0, "mobile": 0}
+    rng = random.Random(23)
+    for s in _random("0123456789 -.+\nx", 3000, 19, 90) + _pieces(
+            ["1", "3", "8", "0", "9", "1234", "5678", " ", "-", "+86", "0086", "+", ".", "13812345678"], 3000, 29) + [
+            "+86 138 1234 5678", "0086-13812345678", "+8613812345678 +86 13912345678", "4111 1111 1111 1111",
+            "1234-5678-9012-3456-7", "a13812345678b 13812345678", "6222 0212 3456 7890 123.4"]:
+        s = s if rng.random() < 0.5 else "1" + s  # a mobile number's "1" at the very start
+        for name, old, new in (("card", card_old, PII.CARD), ("mobile", mobile_old, PII.MOBILE)):
+            plain = [m.span(1) for m in old.finditer(s)]
+            found[name] += bool(plain)
+            assert [m.span(1) for m in new.finditer(s)] == plain, (name, s)
+    assert found["card"] > 50 and found["mobile"] > 50  # the random texts do hold numbers
+
+
+def test_email_found_on_the_lines_with_an_at_sign_equals_the_whole_text_search():
+    from kbwatch.plugins import scan_pii as PII
+    found = 0
+    for s in _random("ab.@-_+%x1\n é", 2000, 31, 80) + _pieces(
+            ["ab", "x1", "@ab", "@", ".", ".com", ".io", "\n", " ", "-", "+", "_", "é", "user:", "a" * 70], 3000, 33) + ["a@b.cd\nx.y@z.org", "mail me: ann@ex.com\n\nbob@x.io"]:
+        plain = [m.span(1) for m in PII.EMAIL.finditer(s)]
+        found += bool(plain)
+        assert [m.span(1) for m in normalise.gated_line_matches(PII.EMAIL, PII._AT, s)] == plain, s
+    assert found > 100
+
+
+def test_translate_by_replace_equals_translate():
+    rng = random.Random(37)
+    alphabet = "aAbBＡＢｃ…，。x\u200b中"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        keys = rng.sample(alphabet, rng.randint(0, 6))
+        one = {k: rng.choice("abxAB，") for k in keys}  # values may be keys: then translate() is used
+        assert normalise._translate_1to1(text, one) == text.translate({ord(k): v for k, v in one.items()}), (text, one)
+    big = {chr(0x400 + i): "a" for i in range(normalise._REPLACE_MAX + 1)}  # too many keys: translate()
+    text = "".join(big) * 3 + "xyz"
+    assert normalise._translate_1to1(text, big) == "a" * (3 * len(big)) + "xyz"
+
+
+def test_skeleton_of_a_text_with_many_distinct_look_alikes_equals_translate():
+    keys = sorted(fence._KEYS)
+    rng = random.Random(41)
+    for n in (5, 60, fence._FEW, fence._FEW + 1, 400):  # below and above the replace() limit
+        text = "".join(rng.choice(keys) for _ in range(n * 3)) + "中文 abc"
+        assert fence.skeleton(text) == text.translate(fence._SKELETON)
+
+
+def _model_weights_reference(model, toks):
+    from itertools import repeat
+    from operator import add
+    g = model.weights.get
+    w = list(map(g, toks, repeat(0.0)))
+    if len(toks) > 1:
+        w[1:] = map(add, w[1:], map(g, map(" ".join, zip(toks, toks[1:])), repeat(0.0)))
+    return w
+
+
+@pytest.mark.parametrize("zh", [False, True])
+def test_model_bigram_table_gives_the_same_floats(zh, monkeypatch):
+    import struct
+    from kbwatch.plugins.scanning import injection_model as IM
+    model = IM.load_zh() if zh else IM.load()
+    assert model is not None and model._bigrams  # the table is in use for the packaged models
+    pairs = [t.split(" ") for t in model.weights if " " in t]
+    words = sorted({w for p in pairs for w in p}) + ["zzqx", "ai", "prompt", "的"]
+    rng = random.Random(43)
+    toks: list[str] = []
+    while len(toks) < 30_000:  # over SMALL_TOKENS: the array path too
+        toks.extend(rng.choice(pairs) if rng.random() < 0.5 else [rng.choice(words)])
+    ref = _model_weights_reference(model, toks)
+    assert sum(1 for a, b in zip(ref, map(model.weights.get, toks, [0.0] * len(toks))) if a != b) > 1000  # bigrams hit
+    bits = lambda xs: [struct.pack("<d", x) for x in xs]  # noqa: E731 (-0.0 and 0.0 differ here)
+    assert bits(model.token_weights(toks)) == bits(ref)
+    assert bits(model._weights_array(toks)) == bits(ref)
+    for part in (toks[:500], toks):  # a small and a large token list: the window scores
+        fast = model.scores(part)
+        monkeypatch.setattr(model, "_bigrams", None)  # the "a b" strings, as before
+        assert model.scores(part) == fast and fast
+        monkeypatch.undo()
+
+
+def test_large_view_word_scan_shared_only_while_held():
+    from kbwatch.plugins.scanning import patterns as P
+    ws = SI._WORDS
+    big = normalize(TEXTS[1] + " " + TEXTS[6] + " ").text * 3000
+    assert len(big) > 100_000
+    calls = []
+    orig = P.AnchorScan.hits
+
+    def counted(self, text):
+        calls.append(self is ws._scan)
+        return orig(self, text)
+    P.AnchorScan.hits = counted
+    try:
+        shared = [ps for ps in SETS if ps.shared_scan is not None]
+        with ws.held(big):
+            got = [[list(c) for c in ps._word_candidates(big)] for ps in shared]
+        assert calls.count(True) == 1  # one walk for the three sets
+        assert ws._last[0] is not big  # released at the block's end
+        calls.clear()
+        again = [[list(c) for c in ps._word_candidates(big)] for ps in shared]
+        assert calls.count(True) == 3 and again == got  # not held: walked per set, same positions
+        assert ws._last[0] is not big
+    finally:
+        P.AnchorScan.hits = orig
+
+
+def test_secrets_patterns_written_from_their_first_character_find_the_same_spans():
+    hex_old = re.compile(r"(?<![A-Za-z0-9_\-/.])([0-9a-fA-F]{32,64})(?![A-Za-z0-9_\-/])")
+    label_old = re.compile(r"(?<![\w-])(?:(?:secret|api|access|auth|authentication|encryption|signing|client|private|"
+                           r"master|root) (?:key|token|secret|password)|pass ?phrase)")
+    found = {"hex": 0, "label": 0}
+    texts = _pieces(["0123456789abcdef"] * 4 + ["deadbeef"] * 3 + ["x", "-", "/", ".", " ", "\n", "g", "_", "A0"], 3000, 47, 14)
+    for s in texts:
+        plain = [m.span(1) for m in hex_old.finditer(s)]
+        found["hex"] += bool(plain)
+        assert [m.span(1) for m in SS.HEX_TOKEN.finditer(s)] == plain, s
+    words = ["secret", "api", "access", "auth", "authentication", "encryption", "signing", "client", "private", "master",
+             "root", "key", "token", "password", "pass", "phrase", "passphrase", " ", "-", "x", "s", "\n", "_"]
+    for s in _pieces(words, 4000, 53, 10):
+        plain = [m.span() for m in label_old.finditer(s)]
+        found["label"] += bool(plain)
+        assert [m.span() for m in SS.LABEL_FIND.finditer(s)] == plain, s
+    assert found["hex"] > 100 and found["label"] > 100
+
+
+def test_key_suffix_gate_holds_on_every_match():
+    rng = random.Random(59)
+    keys = ["api_key", "x.KEY", "my-Key", "a_\u212aey", "b.ke", "key", "c_ky", "d__key"]
+    ops = ["=", ":", "=>", ":=", " = ", '" : ', "'=", "\t:", "\n=", "==", ""]
+    values = ["AbCdEf0123456789xyz", "'s3cr3tV4lu3L0ngEnough'", "short1", '"AbCdEf0123456789xyz"']
+    texts = [rng.choice(["", "x ", "\n", "."]) + rng.choice(keys) + rng.choice(ops) + rng.choice(values)
+             + rng.choice(["", " ", "!", "\n"]) for _ in range(6000)]
+    found = 0
+    for s in texts:
+        if SS.KEY_SUFFIX_ASSIGN.search(s):
+            found += 1
+            assert SS._KEY_SUFFIX_GATE.search(s.lower()), s
+    assert found > 100
+
+
+def test_hyphen_token_written_from_its_first_letter_finds_the_same_tokens():
+    old = re.compile(r"(?<![a-z])[a-z]+(?:-{1,4}[a-z]+)+(?![a-z])")
+    found = 0
+    for s in _pieces(["ab", "c", "-", "--", "-----", " ", "\n", "1", "é", "in", "struction"], 4000, 61, 14):
+        plain = [m.span() for m in old.finditer(s)]
+        found += bool(plain)
+        assert [m.span() for m in SI._HYPHEN_TOKEN.finditer(s)] == plain, s
+    assert found > 500
+
+
+def test_leet_tokens_on_the_gated_lines_equal_the_whole_text_search():
+    rng = random.Random(67)
+    pieces = ["pr3v10u5", "1gn0r3", "covid19", "a", "word", " ", " ", "\n", "2024", "@", "h2o", "x!", "ь", "中文", "|"]
+    found = 0
+    for _ in range(40):
+        text = "".join(rng.choice(pieces) for _ in range(12_000))  # over the 20,000 characters of a whole-text search
+        plain = [m.span() for m in SI._LEET_TOKEN.finditer(text)]
+        gated = SI._line_matches(SI._LEET_TOKEN, SI._LEET_GATE, text)
+        assert gated is not None and [m.span() for m in gated] == plain
+        found += len(plain)
+    assert found > 10_000

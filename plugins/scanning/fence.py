@@ -47,11 +47,12 @@ def _table() -> dict[int, str]:
 
 
 _SKELETON = _table()
-# the characters the table changes: a text holding few distinct ones (Chinese prose with a
-# few Latin capitals) is mapped with one str.replace per character, not character by character.
+# the characters the table changes: a text holding few distinct ones (Chinese prose with Latin
+# capitals and full-width punctuation) is mapped with one str.replace per character, not character
+# by character (translate() looks each one up in the table: ~250 replace() passes cost as much).
 # No value is itself a key, so replacing one character after another equals translate().
 _KEYS = frozenset(map(chr, _SKELETON))
-_FEW = 8 if not _KEYS.intersection(_SKELETON.values()) else -1  # -1: always translate()
+_FEW = 128 if not _KEYS.intersection(_SKELETON.values()) else -1  # -1: always translate()
 
 
 def skeleton(text: str) -> str:

@@ -27,7 +27,7 @@ import re
 from array import array
 from bisect import bisect_left
 from functools import lru_cache
-from itertools import accumulate, islice, repeat
+from itertools import accumulate, chain, islice, repeat
 from operator import add
 from pathlib import Path
 
@@ -76,6 +76,10 @@ class Model:
         # gate words that do not open the gate when the next token is one of these ("in response to a trigger":
         # a preposition, not a reply asked of someone)
         self.gate_except: dict[str, frozenset[str]] = {w: frozenset(n) for w, n in (data.get("gate_except") or {}).items()}
+        # the bigram weights by first token, then second token: a pair's weight is looked up without making
+        # its "a b" string (None: a token pattern not known to exclude white space; the strings are made)
+        self._bigrams: dict[str, dict[str, float]] | None = (
+            _bigram_table(self.weights) if self.token_re.pattern in (TOKEN.pattern, ZH_TOKEN) else None)
 
     def gate_flags(self, toks: list[str]) -> list[bool]:
         """Per token, whether it opens the gate (a gate word, unless followed by one of its exceptions)."""
@@ -96,9 +100,16 @@ class Model:
         g = self.weights.get
         w = list(map(g, toks, repeat(0.0)))
         if len(toks) > 1:
-            bi = map(g, map(" ".join, zip(toks, toks[1:])), repeat(0.0))
-            w[1:] = map(add, w[1:], bi)
+            w[1:] = map(add, w[1:], self._bigram_weights(toks))
         return w
+
+    def _bigram_weights(self, toks: list[str]):
+        """Per token pair (``toks[i]``, ``toks[i + 1]``), the weight of its bigram (0.0 when it has none):
+        ``weights.get(a + " " + b, 0.0)``, the same floats."""
+        table = self._bigrams
+        if table is None:
+            return map(self.weights.get, map(" ".join, zip(toks, islice(toks, 1, None))), repeat(0.0))
+        return map(dict.get, map(table.get, toks, repeat(_NO_BIGRAMS)), islice(toks, 1, None), repeat(0.0))
 
     def window_spans(self, n: int) -> list[tuple[int, int]]:
         """Token index ranges [s, e) of the windows over ``n`` tokens: ``window`` tokens every ``stride``,
@@ -161,12 +172,12 @@ class Model:
         # score rests on a few shared tokens, so it is not scored (English jailbreaks: ≥ 59% known)
         if small:  # a few thousand tokens: lists are quicker to make
             kpre = [0, *accumulate(map(self.weights.__contains__, toks))]
-            pre = [0.0, *accumulate(self.token_weights(toks))]
+            pre = [0.0, *accumulate(self._iter_token_weights(toks))]
         else:
             kpre = array("q", [0])
             kpre.extend(accumulate(map(self.weights.__contains__, toks)))
             pre = array("d", [0.0])
-            pre.extend(accumulate(self._weights_array(toks)))
+            pre.extend(accumulate(self._iter_token_weights(toks)))  # (no per-token list or array in between)
         bias, exp, sqrt = self.bias, math.exp, math.sqrt
         for s, e in spans:
             if kpre[e] - kpre[s] < MIN_KNOWN * (e - s):
@@ -179,12 +190,12 @@ class Model:
 
     def _weights_array(self, toks: list[str]) -> array:
         """:meth:`token_weights` as one array of doubles (the same values, no float object per token)."""
-        g = self.weights.get
-        w = array("d", map(g, toks, repeat(0.0)))
-        if len(toks) > 1:
-            bi = map(g, map(" ".join, zip(toks, islice(toks, 1, None))), repeat(0.0))
-            w[1:] = array("d", map(add, islice(w, 1, None), bi))
-        return w
+        return array("d", self._iter_token_weights(toks))
+
+    def _iter_token_weights(self, toks: list[str]):
+        """:meth:`token_weights`, one value at a time (the same additions: unigram + bigram)."""
+        uni = map(self.weights.get, toks, repeat(0.0))
+        return chain(islice(uni, 1), map(add, uni, self._bigram_weights(toks)))
 
     def tokens(self, text: str) -> list[str]:
         return self.token_re.findall(text)
@@ -217,6 +228,21 @@ class Model:
                 merged.append([s, e, p])
         rx = self.token_re
         return [(_token_span(text, chunks, s, rx)[0], _token_span(text, chunks, e - 1, rx)[1], p) for s, e, p in merged]
+
+
+_NO_BIGRAMS: dict[str, float] = {}
+
+
+def _bigram_table(weights: dict[str, float]) -> dict[str, dict[str, float]] | None:
+    """``{"a": {"b": w}}`` for every bigram ``"a b"`` of ``weights`` (None when a term has two spaces)."""
+    out: dict[str, dict[str, float]] = {}
+    for term, w in weights.items():
+        if " " in term:
+            a, sep, b = term.partition(" ")
+            if " " in b:
+                return None
+            out.setdefault(a, {})[b] = w
+    return out
 
 
 def _gate_pattern(words) -> re.Pattern:

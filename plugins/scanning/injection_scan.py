@@ -60,6 +60,7 @@ from kbwatch.plugins.scanning import injection_multilingual as ML
 from kbwatch.plugins.scanning import injection_persona as PE
 from kbwatch.plugins.scanning import injection_rules as R
 from kbwatch.plugins.scanning import injection_templates as TP
+from kbwatch.plugins.scanning.normalise import _line_matches
 from kbwatch.plugins.scanning.wordscan import WordScan
 from kbwatch.plugins.scanning import (ENCODED_PATTERNS, encoded_matches, longest_token, LineIndex, PatternSet, View, apply_rewrite, decode_encoded,
                                decode_invisible_runs, exact_anchors, join_split_words, make_finding, may_match, normalize,
@@ -99,12 +100,13 @@ _MF = FR.build_rules(ML.FRAMES)
 _ZF_SET = PatternSet([pat for _, _, _, pat, _ in _ZF])
 _EF_SET = PatternSet([pat for _, _, _, pat, _ in _EF])
 _MF_SET = PatternSet([pat for _, _, _, pat, _ in _MF])
-WordScan([_EN_SET, _EF_SET, _MF_SET])  # one walk over a view's word starts serves the three sets
+_WORDS = WordScan([_EN_SET, _EF_SET, _MF_SET])  # one walk over a view's word starts serves the three sets
 _LEET_FRAMES = ("en",)  # the leetspeak view re-runs the English frames too ("8ypass: `0s.sy5tem('wh0am1')`")
 _SPLIT_MAX = 20_000
 # in-word hyphens are dropped only where the joined word is one the rules look for ("i-nstruction",
 # "jail-broken"); ordinary compounds keep their hyphens, so "potentially-harmful-to-humans" still holds "harmful"
-_HYPHEN_TOKEN = re.compile(r"(?<![a-z])[a-z]+(?:-{1,4}[a-z]+)+(?![a-z])")
+# (= (?<![a-z])[a-z]+(?:-{1,4}[a-z]+)+(?![a-z]), written to open with a letter: the search skips other characters in C)
+_HYPHEN_TOKEN = re.compile(r"[a-z](?<![a-z].)[a-z]*+(?:-{1,4}[a-z]+)+(?![a-z])")
 _HYPHEN_VOCAB = FR.SPLIT_WORDS | frozenset(
     w for pattern in [pat.pattern for _, _, _, pat in R.EN_STRONG] + [pat.pattern for _, pat in R.SIGNALS]
     + [pat for _, _, _, pat, _ in FR.EN_FRAMES + PE.EN_FRAMES + TP.EN_FRAMES]
@@ -161,9 +163,13 @@ _PINYIN_WORDS = [sy.split(" ") for sy in sorted((
     "ba ni de", "shen fen", "pei zhi"), key=len, reverse=True)]
 # the whole match is the pinyin word (group 0): "(?<![a-z])(hu\s?lue|…)(?![a-z])" written to begin with the
 # class of the words' first letters, so that `re` skips other characters in C instead of trying the
-# alternation at every position (the look-behinds check what the first letter was; same matches)
-_PINYIN_RE = re.compile("[" + "".join(sorted({sy[0][0] for sy in _PINYIN_WORDS})) + r"](?<![a-z].)(?:" + "|".join(
-    f"(?<={sy[0][0]})" + r"\s?".join([sy[0][1:], *sy[1:]]) for sy in _PINYIN_WORDS) + r")(?![a-z])")
+# alternation at every position (the look-behinds check what the first letter was; same matches); the
+# words grouped by first letter, so a letter tries only its own words (in their order: the same matches)
+_PINYIN_BY_FIRST: dict[str, list[str]] = {}
+for _sy in _PINYIN_WORDS:
+    _PINYIN_BY_FIRST.setdefault(_sy[0][0], []).append(r"\s?".join([_sy[0][1:], *_sy[1:]]))
+_PINYIN_RE = re.compile("[" + "".join(sorted(_PINYIN_BY_FIRST)) + r"](?<![a-z].)(?:" + "|".join(
+    f"(?<={c})(?:" + "|".join(rest) + ")" for c, rest in sorted(_PINYIN_BY_FIRST.items())) + r")(?![a-z])")
 
 # a two-syllable rule word written half in characters, half in pinyin ("跳过安quan检查", "quan限", "shen批"):
 # read as the characters
@@ -464,7 +470,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if f is not None:
             findings.append(f)
 
-    res = _EN_SET.finditer_all(vt)
+    with _WORDS.held(vt):  # the view's word starts are found once for the three sets, even on a large text
+        res = _EN_SET.finditer_all(vt)
+        zvt = cjk_lines(vt) if cjk else None
+        frames = _frame_hits(vt, cjk, zvt=zvt)
     for rule, sev, msg, s, e in _strong_hits(vt, cjk, res=res):
         if rule in _NEGATABLE and _negated(vt, s):
             continue
@@ -480,8 +489,7 @@ def scan_text(text: str, settings=None) -> list[Finding]:
         if msg in _ZH_SCOPED_MSGS and not FR.framing_ok(vt, s, e, "scoped", "zh"):
             continue  # "他提出要废除之前的规定": reported prose, not an order to the model  # "employees must never ignore the safety rules", "不要忽略之前的规则"
         add(rule, sev, msg, s, e)
-    zvt = cjk_lines(vt) if cjk else None
-    for rule, sev, msg, s, e in _frame_hits(vt, cjk, zvt=zvt) + (CO.hits(zvt) + PO.hits(zvt) + AG.hits(zvt) if cjk else []):
+    for rule, sev, msg, s, e in frames + (CO.hits(zvt) + PO.hits(zvt) + AG.hits(zvt) if cjk else []):
         # (the poisoning shapes name "有人问到…" themselves: not a report of what someone did)
         if cjk and (_quoted_discussion(vt, s, e) or (rule != "injection.poisoning" and FR.zh_reported(vt, s))
                     or _zh_prohibited(vt, rule, s, e) or _attributed_speech(vt, s, e)
@@ -512,7 +520,10 @@ def scan_text(text: str, settings=None) -> list[Finding]:
     # leetspeak view (same length as vt, so the same map applies); on long texts only the
     # windows around leet tokens are re-scanned, so the cost does not double
     if _LEET_GATE.search(vt):
-        toks = [(m.start(), m.end()) for m in _LEET_TOKEN.finditer(vt) if _leet_relevant(m.group())]
+        # (a leet token holds a letter next to a digit or symbol, i.e. a _LEET_GATE match: on a long text only
+        # the lines with one are searched)
+        ms = _line_matches(_LEET_TOKEN, _LEET_GATE, vt)
+        toks = [(m.start(), m.end()) for m in (_LEET_TOKEN.finditer(vt) if ms is None else ms) if _leet_relevant(m.group())]
         for ws, we in _windows(vt, toks):
             part = vt[ws:we]
             leet = _LEET_TOKEN.sub(lambda m: m.group().translate(_LEET), part)

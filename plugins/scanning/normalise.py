@@ -154,9 +154,9 @@ def normalize(text: str, *, despace: bool = True) -> View:
         if not table:
             out, omap = text.lower(), None
         elif all(len(v) == 1 for v in table.values()):
-            # one C-level pass (``re.sub`` with a function made two small objects per special
+            # C-level passes (``re.sub`` with a function made two small objects per special
             # character: tens of thousands for a large Chinese text's punctuation)
-            out = text.translate({ord(k): v for k, v in table.items()}).lower()
+            out = _translate_1to1(text, table).lower()
             omap = None
         else:
             out, omap = _mapped_norm(text, table)
@@ -231,6 +231,22 @@ def _mapped_norm(text: str, table: dict[str, str]) -> tuple[str, list[int]]:
     if len(low) != len(out):
         return _slow_norm(text)
     return low, omap
+
+
+_REPLACE_MAX = 64
+
+
+def _translate_1to1(text: str, one: dict[str, str]) -> str:
+    """``text.translate`` by ``one`` (character -> one character). With few keys, none of them a value,
+    one ``str.replace`` per key present: the same string (each character is replaced at most once),
+    and much quicker on a large non-ASCII text, where ``translate`` looks up every character in a dict."""
+    if not one:
+        return text
+    if len(one) > _REPLACE_MAX or not one.keys().isdisjoint(one.values()):
+        return text.translate({ord(k): v for k, v in one.items()})
+    for k, v in one.items():
+        text = text.replace(k, v)
+    return text
 
 
 def _slow_norm(text: str) -> tuple[str, list[int]]:

@@ -6,13 +6,17 @@ itself; a ``WordScan`` made over those sets finds them once, with one C-level re
 all the sets' word anchors (:class:`.patterns.AnchorScan`), and hands each set the positions its
 patterns are to be tried at: the same positions, in the same order, as the set's own scan.
 The last text's positions are kept (by identity), so the sets called one after the other on
-one view share the scan; a text over ``KEEP_MAX`` characters is scanned for each set and not
-kept (its positions and the text itself would stay in memory until the next document).
+one view share the scan. A text over ``KEEP_MAX`` characters is kept only while the caller holds
+it (:meth:`WordScan.held`: the scanner's block that runs the sets on one view), and released when
+the block ends: otherwise its positions and the text itself would stay in memory until the next
+document; outside such a block it is scanned for each set and not kept.
 """
 
 from __future__ import annotations
 
+import threading
 from array import array
+from contextlib import contextmanager
 
 from .patterns import AnchorScan
 
@@ -38,6 +42,19 @@ class WordScan:
         self.total = total
         self._scan = AnchorScan(table, word=True)
         self._last: tuple[str | None, list[list[int]]] = (None, [])
+        self._held = threading.local()  # .text: the large text this thread's caller holds (see held())
+
+    @contextmanager
+    def held(self, text: str):
+        """Within the block, ``text``'s positions are kept even when it is over ``KEEP_MAX`` characters
+        (the sets run one after the other on it share one scan); at its end they are dropped."""
+        self._held.text = text
+        try:
+            yield
+        finally:
+            self._held.text = None
+            if self._last[0] is text:
+                self._last = (None, [])
 
     def candidates(self, text: str, k: int) -> list[list[int]]:
         """Word-start positions per pattern of set ``k`` (index-aligned with its patterns;
@@ -55,7 +72,7 @@ class WordScan:
                 for g in ids:
                     cands[g].append(p)
             last = (text, cands)
-            if len(text) <= KEEP_MAX:
+            if len(text) <= KEEP_MAX or getattr(self._held, "text", None) is text:
                 self._last = last
         off = self.offsets[k]
         return last[1][off:off + len(self.sets[k].patterns)]

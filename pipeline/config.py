@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -201,8 +202,6 @@ def root_config_exposure(root: Path) -> str | None:
     Whoever can write it decides what kbwatch does at its next start (which stages and
     scanners run, where the state dir is); in a root a team writes to, a colleague can
     create it when it is missing, or replace it unless the root has the sticky bit."""
-    import stat
-
     try:
         root_mode = os.stat(root).st_mode
     except OSError:

@@ -17,6 +17,7 @@ import functools
 import os
 import re
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,6 @@ from loguru import logger
 MAX_FOLDER_BYTES = 1024
 TOO_DEEP = (f"its folder's path under sources/ is longer than {MAX_FOLDER_BYTES:,} bytes "
             "(folders nested too deep); move the file up")
-
 
 
 @dataclass
@@ -80,16 +80,18 @@ def folder_too_deep(folder_rel: str) -> bool:
 
 
 _warned: collections.OrderedDict[str, None] = collections.OrderedDict()  # bounded: the last 256 folders
+_warned_lock = threading.Lock()  # walks run in the service's loop and in runner threads
 
 
 def _warn_once(folder: Path, why: str) -> None:
     """One warning per folder the walk does not enter (the service walks every 5 minutes)."""
     key = str(folder)
-    if key in _warned:
-        return
-    _warned[key] = None
-    if len(_warned) > 256:
-        _warned.popitem(last=False)
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned[key] = None
+        if len(_warned) > 256:
+            _warned.popitem(last=False)
     logger.warning("{}: not entered: {}", key[:200] + ("…" if len(key) > 200 else ""), why)
 
 

@@ -15,9 +15,7 @@ The sentences are written for these tests (none is a probe or a benchmark text).
 
 from __future__ import annotations
 
-import pytest
-
-from _injection_util import rules
+from _injection_util import kind_tests
 
 
 ATTACKS = {
@@ -195,14 +193,7 @@ BENIGN = [
 ]
 
 
-@pytest.mark.parametrize("text", [t for texts in ATTACKS.values() for t in texts])
-def test_eighth_pass_kinds_are_found(text):
-    assert rules(text), text
-
-
-@pytest.mark.parametrize("text", BENIGN)
-def test_eighth_pass_look_alikes_stay_clean(text):
-    assert not rules(text), (text, rules(text))
+test_eighth_pass_kinds_are_found, test_eighth_pass_look_alikes_stay_clean = kind_tests(ATTACKS, BENIGN)
 
 
 def test_taiwan_words_read_as_mainland_ones():

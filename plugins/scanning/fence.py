@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .normalise import _translate_1to1
+
 __all__ = ["find_imitations", "inert", "skeleton"]
 
 
@@ -49,10 +51,10 @@ def _table() -> dict[int, str]:
 _SKELETON = _table()
 # the characters the table changes: a text holding few distinct ones (Chinese prose with Latin
 # capitals and full-width punctuation) is mapped with one str.replace per character, not character
-# by character (translate() looks each one up in the table: ~250 replace() passes cost as much).
-# No value is itself a key, so replacing one character after another equals translate().
+# by character (translate() looks each one up in the table: ~250 replace() passes cost as much);
+# normalise._translate_1to1 chooses, with this limit (-1: always translate()).
 _KEYS = frozenset(map(chr, _SKELETON))
-_FEW = 128 if not _KEYS.intersection(_SKELETON.values()) else -1  # -1: always translate()
+_FEW = 128
 
 
 def skeleton(text: str) -> str:
@@ -60,11 +62,7 @@ def skeleton(text: str) -> str:
     if text.isascii():
         return text.lower()
     found = _KEYS.intersection(text)
-    if len(found) > _FEW:
-        return text.translate(_SKELETON)
-    for ch in found:
-        text = text.replace(ch, _SKELETON[ord(ch)])
-    return text
+    return _translate_1to1(text, {ch: _SKELETON[ord(ch)] for ch in found}, _FEW)
 
 
 _S = r"[\s]*"

@@ -236,13 +236,15 @@ def _mapped_norm(text: str, table: dict[str, str]) -> tuple[str, list[int]]:
 _REPLACE_MAX = 64
 
 
-def _translate_1to1(text: str, one: dict[str, str]) -> str:
-    """``text.translate`` by ``one`` (character -> one character). With few keys, none of them a value,
-    one ``str.replace`` per key present: the same string (each character is replaced at most once),
-    and much quicker on a large non-ASCII text, where ``translate`` looks up every character in a dict."""
+def _translate_1to1(text: str, one: dict[str, str], limit: int | None = None) -> str:
+    """``text.translate`` by ``one`` (character -> one character; the characters of ``text`` it
+    changes). With at most ``limit`` keys (default ``_REPLACE_MAX``), none of them a value, one
+    ``str.replace`` per key: the same string (each character is replaced at most once), and much
+    quicker on a large non-ASCII text, where ``translate`` looks up every character in a dict.
+    Also the confusable skeleton's (:func:`.fence.skeleton`)."""
     if not one:
         return text
-    if len(one) > _REPLACE_MAX or not one.keys().isdisjoint(one.values()):
+    if len(one) > (_REPLACE_MAX if limit is None else limit) or not one.keys().isdisjoint(one.values()):
         return text.translate({ord(k): v for k, v in one.items()})
     for k, v in one.items():
         text = text.replace(k, v)

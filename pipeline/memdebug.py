@@ -4,7 +4,8 @@ Set ``KBWATCH_DEBUG_MEMORY=<seconds>`` in the service's environment and a
 daemon thread logs, every that many seconds, one ``memory:`` line with the
 process's resident and anonymous size, glibc's heap (``mallinfo2``: in use,
 free but held, mmapped), SQLite's own heap (``sqlite3_memory_used``), the
-number of live pymalloc blocks and of gc-tracked objects, then the 20 object
+number of live pymalloc blocks, pymalloc's arenas (held, bytes used, bytes free in them)
+and the number of gc-tracked objects, then the 20 object
 types whose counts grew most since the previous line. When the service is
 started with ``PYTHONTRACEMALLOC=<frames>`` it also logs the 10 allocation
 sites that grew most. Everything is read in process (ctypes, ``gc``,
@@ -19,6 +20,7 @@ import ctypes
 import ctypes.util
 import gc
 import os
+import re
 import sys
 import threading
 import tracemalloc
@@ -71,6 +73,53 @@ def _proc_status() -> dict[str, int]:
     return out
 
 
+_ARENA_KEYS = {"# arenas allocated current": "arenas", "# bytes in allocated blocks": "used",
+               "# bytes in available blocks": "free-blocks", "# bytes in pools of empty arenas": "empty-pools"}
+
+
+# every line shape ``_debugmallocstats`` writes: blank, "… = n", table rows, headers
+_STATS_LINE = re.compile(r"\s*$|.*=|\s*\d|class |-----|arena map counts|Small block")
+
+
+def _pymalloc_arenas() -> dict[str, int]:
+    """pymalloc's own counters (``sys._debugmallocstats``, which only writes to C ``stderr``):
+    arenas held (1 MiB each: an arena goes back to the OS only when every block in it is free),
+    bytes in live blocks, bytes in free blocks of partly used pools. Read by pointing fd 2 at a
+    temporary file for the call; anything another thread wrote meanwhile is written back to stderr."""
+    import tempfile
+
+    if not hasattr(sys, "_debugmallocstats"):
+        return {}
+    out: dict[str, int] = {}
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+        saved = os.dup(2)
+        try:
+            os.dup2(tmp.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        other = []
+        for raw in tmp.read().decode("utf-8", "replace").splitlines(keepends=True):
+            key, sep, value = raw.partition("=")
+            name = _ARENA_KEYS.get(key.strip())
+            if name and sep:
+                out[name] = int(value.strip().replace(",", "") or 0)
+            elif not _STATS_LINE.match(raw):
+                other.append(raw)
+        if other:  # another thread's output that landed in the file meanwhile
+            try:
+                os.write(2, "".join(other).encode())
+            except OSError:
+                pass
+    return out
+
+
 def _mb(n: int) -> str:
     return f"{n / 2**20:.1f}"
 
@@ -98,6 +147,9 @@ class MemoryReporter(threading.Thread):
         if self._sqlite is not None:
             parts.append(f"sqlite {_mb(self._sqlite())}")
         parts.append(f"pyblocks {sys.getallocatedblocks()}")
+        arenas = _pymalloc_arenas()
+        if arenas:
+            parts.append("pymalloc " + " ".join(f"{k} {_mb(v) if k != 'arenas' else v}" for k, v in arenas.items()))
         types = collections.Counter(type(o).__name__ for o in gc.get_objects())
         parts.append(f"gc-objects {sum(types.values())}")
         grown = (types - self._types).most_common(20) if self._types else []

@@ -1017,6 +1017,20 @@ def growth(samples: list[dict], minutes: int) -> dict:
     out["rss_worker_mb"] = _medians(base, last, "rss_worker_mb")
     pts = [(s["t"] / 60, s["queue"]) for s in samples if s["phase"] == "stream" and s.get("queue") is not None]
     out["queue_slope_per_min"] = slope(pts)
+    # the trend itself, beside the two one-minute medians (which a burst in either minute moves): a
+    # least-squares line through every sample from minute base to the end, as MB per minute and as the
+    # ratio of the line's values at the end and at the base minute
+    for key in ("rss_main_mb", "anon_main_mb"):
+        pts = [(s["t"] / 60, s[key]) for s in samples if s["phase"] == "stream" and s.get("alive")
+               and s.get(key) is not None and s["t"] / 60 >= base_minute - 1]
+        b = slope(pts)
+        if b is None or len(pts) < 3:
+            out[key + "_fit"] = None
+            continue
+        mx = statistics.fmean(x for x, _ in pts)
+        a = statistics.fmean(y for _, y in pts) - b * mx
+        at = lambda m: a + b * m  # noqa: E731
+        out[key + "_fit"] = {"per_min": b, "ratio": at(minutes) / at(base_minute - 1) if at(base_minute - 1) else None}
     hb = [s["hb_age"] for s in samples if s["phase"] == "stream" and s.get("hb_age") is not None]
     out["hb_max"] = max(hb) if hb else None
     out["rss_tree_max"] = max((s["rss_tree_mb"] for s in samples if s.get("alive")), default=None)
@@ -1103,6 +1117,10 @@ def print_report(args, stream: Stream, acc: dict, gr: dict, stop: dict, cmds: di
         ratio_row("rss_worker_mb", "RSS of the largest parse worker alive", "MB"),
         ratio_row("rss_main_mb", "RSS, main process", "MB"),
         ratio_row("anon_main_mb", "anonymous RSS (RssAnon), main process", "MB"),
+        *[(f"{label}, least-squares trend over minutes {gr['base_minute'] - 1} -> {gr['last_minute']} (every sample)",
+           "-", f"{f['per_min']:+.2f} MB/min = {f['ratio']:.2f}x" if f and f["ratio"] else "n/a", None)
+          for label, f in (("RSS, main process", gr.get("rss_main_mb_fit")),
+                           ("RssAnon, main process", gr.get("anon_main_mb_fit")))],
         ratio_row("fds", "open fds, main process", ""),
         ratio_row("threads", "threads, main process", ""),
         ("processes in the service tree (medians; parse workers come and go)", "-",
@@ -1134,10 +1152,10 @@ def print_report(args, stream: Stream, acc: dict, gr: dict, stop: dict, cmds: di
 # --------------------------------------------------------------------------
 
 
-def make_root(base: Path, settle: float) -> tuple[Path, Path]:
+def make_root(base: Path, settle: float, extra: str = "") -> tuple[Path, Path]:
     root = base / "kb"
     root.mkdir()
-    (root / "kbwatch.toml").write_text(f"[service]\nsettle_seconds = {settle}\n", encoding="utf-8")
+    (root / "kbwatch.toml").write_text(f"[service]\nsettle_seconds = {settle}\n{extra}", encoding="utf-8")
     rc, out, err, _ = kb_cli(root, "init", *PROJECTS)
     if rc != 0:
         raise SystemExit(f"kbwatch init failed ({rc}): {out}{err}")
@@ -1173,6 +1191,9 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=10.0, help="seconds between samples")
     ap.add_argument("--command-every", type=float, default=15.0, help="mean seconds between CLI commands")
     ap.add_argument("--settle", type=float, default=2.0, help="settle_seconds written to the root's kbwatch.toml")
+    ap.add_argument("--toml", action="append", default=[], metavar="TEXT",
+                    help="more lines for the root's kbwatch.toml, after [service] (repeatable; \\n starts a new line), "
+                         "e.g. --toml '[stages.index]\\ncache_mb = 2'")
     ap.add_argument("--drain", type=float, default=180.0, help="longest wait for the queue to empty at the end")
     ap.add_argument("--corpus", type=Path, help="folder of office files to copy (default: ../shared/corpus)")
     ap.add_argument("--out", type=Path, help="write samples, minute summaries and the summary as JSON lines")
@@ -1184,7 +1205,7 @@ def main() -> int:
     args = ap.parse_args()
     minutes = max(1, round(args.minutes))
     base = Path(tempfile.mkdtemp(prefix="kbwatch-soak-"))
-    root, outside = make_root(base, args.settle)
+    root, outside = make_root(base, args.settle, "".join(line.replace("\\n", "\n") + "\n" for line in args.toml))
     outside_bytes = outside.read_bytes()
     office = OfficeSource(args.corpus)
     print(f"root {root}; office files {'generated' if office.generated else 'from ' + str(office.corpus)}; "

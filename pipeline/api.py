@@ -32,6 +32,7 @@ from typing import Any
 
 from loguru import logger
 
+from kbwatch.pipeline import confine
 from kbwatch.pipeline.errors import ConfigError, KbwatchError
 from kbwatch.pipeline.overview import overview_state, vetted_project_md
 from kbwatch.pipeline.should_use import should_use_knowledge_base
@@ -322,7 +323,7 @@ class Knowledge:
         path = project / "KNOWLEDGE.md"
         with project_file_lock(project, state_dir(self.settings)):
             try:
-                text = path.read_text(encoding="utf-8")
+                text = confine.read_text(path)
             except OSError:
                 raise KbwatchError(f"{name} has no KNOWLEDGE.md yet (kbwatch init {name} writes it)") from None
             new, n = re.subn(r"(?m)^status: *\S+ *$", f"status: {status}", text, count=1)
@@ -364,7 +365,7 @@ class Knowledge:
             path = p / "runs" / f"{run_id}.json"
             if path.is_file():
                 try:
-                    return json.loads(path.read_text(encoding="utf-8"))
+                    return json.loads(confine.read_text(path))
                 except ValueError:
                     raise KbwatchError(f"runs/{run_id}.json of {p.name} is not valid JSON") from None
         raise ConfigError(f"no context run {run_id!r} (in the journal or any runs/ folder)")
@@ -373,14 +374,14 @@ class Knowledge:
 # --------------------------------------------------------------------------- helpers
 def _frontmatter(project: Path, reader) -> dict:
     try:
-        return reader((project / "KNOWLEDGE.md").read_text(encoding="utf-8"))
+        return reader(confine.read_text(project / "KNOWLEDGE.md"))
     except OSError:
         return {}
 
 
 def _manifest(project: Path) -> dict:
     try:
-        return json.loads((project / "manifest.json").read_text(encoding="utf-8"))
+        return json.loads(confine.read_text(project / "manifest.json"))
     except (OSError, ValueError):
         return {}
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 from loguru import logger
 
-from kbwatch.pipeline import __version__
+from kbwatch.pipeline import __version__, confine
 from kbwatch.pipeline.config import resolve_root
 from kbwatch.pipeline.errors import ConfigError, KbwatchError
 
@@ -173,7 +173,7 @@ def demo(directory):
         kb.settings.setdefault("stages", {}).setdefault("rebuild", {})["every_n_ingests"] = 1
     totals, _ = run_ingest(kb, [project.name], progress=sys.stderr.isatty())
     kb.close()
-    click.echo((project / "project.md").read_text(encoding="utf-8"))
+    click.echo(confine.read_text(project / "project.md"))
     summary = ", ".join(f"{totals.get(k, 0)} {k}" for k in ("done", "duplicate", "conflict", "failed"))
     click.echo(f"demo: {summary}; knowledge base at {kb.root}")
     click.echo(f"next: kbwatch watch --root {kb.root}   (then drop files into {project / 'sources'})")

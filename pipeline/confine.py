@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import hashlib
 import os
 import stat
 import sys
@@ -245,6 +246,54 @@ def open_file(path: Path) -> int:
                 raise LinkedFile(exc.errno, f"{path.name} is a symbolic link; kbwatch does not follow it",
                                  path.name) from None
             raise
+
+
+class NotRegularFile(OSError):
+    """The path names a FIFO, a device, a socket or a folder where kbwatch expects one of its files."""
+
+
+def open_regular(path: Path | str) -> int:
+    """A blocking read-only descriptor of one of kbwatch's own files (manifest.json, project.md,
+    KNOWLEDGE.md, parsed/…, runs/…, archive/…), opened like a source (:func:`open_file`): no
+    symbolic link is followed at any step below the root, and only a regular file is accepted.
+    Anyone who can write to the project folder can replace such a file with a link to a file
+    elsewhere; kbwatch would otherwise read it with its own rights and pass it on (into project.md
+    by ``rebuild``, into the index, to ``ask`` and the MCP door). The caller closes it.
+
+    Raises :class:`LinkedFile` / :class:`Escape` (a link on the way), :class:`NotRegularFile`,
+    FileNotFoundError, or another OSError: all ``OSError``, so a caller that treats an unreadable
+    file as missing does the same for a planted link.
+    """
+    path = Path(path)
+    fd = open_file(path)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(errno.EINVAL, f"{path.name} is not a regular file; kbwatch does not read it",
+                                 str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_text(path: Path | str, errors: str = "strict", limit: int = -1) -> str:
+    """:func:`open_regular`'s file as text, read as ``Path.read_text(encoding="utf-8", errors=errors)``
+    does (universal newlines); ``limit``: at most that many characters."""
+    with open(open_regular(path), encoding="utf-8", errors=errors) as fh:
+        return fh.read(limit)
+
+
+def read_bytes(path: Path | str) -> bytes:
+    """:func:`open_regular`'s file as bytes (for a hash of exactly what was read)."""
+    with open(open_regular(path), "rb") as fh:
+        return fh.read()
+
+
+def sha256_hex(path: Path | str) -> str:
+    """SHA-256 of :func:`open_regular`'s file, read in pieces (an archive copy may be large)."""
+    with open(open_regular(path), "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def same_file(st: os.stat_result, dev: int | None, ino: int | None, size: int, mtime_ns: int) -> bool:

@@ -1,8 +1,7 @@
-"""Durable file operations: atomic writes, fsync'd copies, hashing, clocks."""
+"""Durable file operations: atomic writes, fsync'd copies, clocks."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 import shutil
@@ -329,14 +328,6 @@ def fsync_paths(paths) -> None:
             dirs = {d for d in pool.map(one, paths) if d}
     for d in dirs:
         fsync_dir(Path(d))
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def now_local(tz: str = "local") -> datetime:

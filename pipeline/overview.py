@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kbwatch.pipeline import confine
+
 _OVERVIEW_CACHE: dict[str, tuple[tuple, dict]] = {}
 
 
@@ -67,7 +69,7 @@ def vetted_project_md(project: Path, state: dict) -> str:
     if text is not None:
         return text
     try:
-        text = (project / "project.md").read_text(encoding="utf-8", errors="replace")
+        text = confine.read_text(project / "project.md", errors="replace")
     except OSError:
         return ""
     if not state["built"]:

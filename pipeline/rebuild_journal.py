@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 
 from loguru import logger
 
+from kbwatch.pipeline import confine
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.run_record import read_record
 from kbwatch.pipeline.kb import KnowledgeBase
@@ -47,7 +48,7 @@ def rebuild_journal(kb: KnowledgeBase) -> tuple[int, int]:
         latest_done: dict[str, str] = {}
         for path in files:
             try:
-                record = json.loads(path.read_text(encoding="utf-8"))
+                record = json.loads(confine.read_text(path))
             except (OSError, ValueError) as exc:
                 logger.warning("skipping unreadable {}: {}", path, exc)
                 continue

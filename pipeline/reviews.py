@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kbwatch.pipeline import confine
 from kbwatch.pipeline.fsutil import atomic_write, utc_iso
 
 REVIEWS_FILE = "reviews.json"
@@ -19,7 +20,7 @@ REVIEWS_FILE = "reviews.json"
 def load_decisions(project: Path) -> dict[str, dict]:
     path = project / REVIEWS_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(confine.read_text(path))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError):

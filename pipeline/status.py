@@ -6,6 +6,7 @@ import json
 import os
 import time
 
+from kbwatch.pipeline import confine
 from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.project import refused_projects
@@ -71,12 +72,12 @@ def collect_status(kb: KnowledgeBase) -> dict:
     projects = []
     for p in kb.projects():
         try:
-            manifest = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
+            manifest = json.loads(confine.read_text(p / "manifest.json"))
             documents = sum(1 for f in manifest.get("files", []) if not f.get("removed"))
         except (OSError, ValueError):
             documents = 0
         try:
-            front = read_frontmatter((p / "KNOWLEDGE.md").read_text(encoding="utf-8"))
+            front = read_frontmatter(confine.read_text(p / "KNOWLEDGE.md"))
         except OSError:
             front = {}
         failed = [r for r in kb.journal.latest_failed(p.name) if os.path.lexists(p / r["source"])]

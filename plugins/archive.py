@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline import confine, hookimpl
 from kbwatch.pipeline.errors import PermanentError
 from kbwatch.pipeline.formats.archive_names import (
     ARCHIVE_RE, NAME_MAX, NameTooLong, choose_archive_name, fit_stem, parsed_path,
@@ -24,7 +24,7 @@ from kbwatch.pipeline.formats.archive_names import (
 from kbwatch.pipeline.formats.manifest import session_manifest
 from kbwatch.pipeline.bigtext import LARGE_CHARS, write_parts_atomic
 from kbwatch.pipeline.formats.parsed import render_parsed_parts
-from kbwatch.pipeline.fsutil import copy_file, human_minute, link_or_copy, now_local, sha256_file
+from kbwatch.pipeline.fsutil import copy_file, human_minute, link_or_copy, now_local
 from kbwatch.pipeline.stage import RunContext, Stage
 
 
@@ -62,7 +62,8 @@ def _reusable_copy(ctx: RunContext, folder: Path, stem: str, names: tuple[str, .
         if rel in known:
             continue
         try:
-            if path.stat().st_size == ctx.size and sha256_file(path) == ctx.sha256:
+            # never a link planted in archive/ (it would become this version's archive copy)
+            if path.lstat().st_size == ctx.size and confine.sha256_hex(path) == ctx.sha256:
                 return rel
         except OSError:
             continue

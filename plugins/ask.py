@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kbwatch.pipeline import __version__, hookimpl
+from kbwatch.pipeline import __version__, confine, hookimpl
 from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
 from kbwatch.plugins.retrieval.navigation import open_index
 
@@ -66,7 +66,7 @@ class Asker:
             except sqlite3.OperationalError:  # an index file that is there but cannot be written: use it as is
                 pass
         try:
-            front = read_frontmatter((project / "KNOWLEDGE.md").read_text(encoding="utf-8"))
+            front = read_frontmatter(confine.read_text(project / "KNOWLEDGE.md"))
         except OSError:
             front = {}
         self.pending_reviews = len(kb.journal.pending_findings(project.name))
@@ -79,7 +79,7 @@ class Asker:
             self.project_md = project_md
         else:
             try:
-                self.project_md = (project / "project.md").read_text(encoding="utf-8")
+                self.project_md = confine.read_text(project / "project.md")
             except OSError:
                 self.project_md = ""
 
@@ -106,7 +106,10 @@ class Asker:
         path = (self.project / rel).resolve()
         if self.project.resolve() not in path.parents or not path.is_file():
             return None
-        return path.read_text(encoding="utf-8", errors="replace")
+        try:  # by the unresolved path, following no link (one swapped in since the check is refused)
+            return confine.read_text(self.project / rel, errors="replace")
+        except OSError:
+            return None
 
     def ask(self, question: str, max_files: int, budget: int):
         from kbwatch.plugins.retrieval import build_pack
@@ -144,7 +147,7 @@ def kb_read_document(kb, project, citation):
     except CitationError as exc:
         raise ConfigError(str(exc)) from None
     try:
-        front = read_frontmatter((project / "KNOWLEDGE.md").read_text(encoding="utf-8"))
+        front = read_frontmatter(confine.read_text(project / "KNOWLEDGE.md"))
     except OSError:
         front = {}
     try:

@@ -11,7 +11,7 @@ decision, a rebuild, a removal).
 
 from __future__ import annotations
 
-from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline import confine, hookimpl
 from kbwatch.pipeline.formats.knowledge_md import render_knowledge
 from kbwatch.pipeline.formats.manifest import session_manifest
 from kbwatch.pipeline.formats.project_md import HEADINGS, session_project_md
@@ -38,7 +38,7 @@ def _current_status(project) -> str | None:
     from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
 
     try:
-        return read_frontmatter((project / "KNOWLEDGE.md").read_text(encoding="utf-8")).get("status")
+        return read_frontmatter(confine.read_text(project / "KNOWLEDGE.md")).get("status")
     except OSError:
         return None
 

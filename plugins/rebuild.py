@@ -13,14 +13,17 @@ project.md since the last rebuild line.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
-from kbwatch.pipeline import hookimpl
+from loguru import logger
+
+from kbwatch.pipeline import confine, hookimpl
 from kbwatch.pipeline.config import stage_options, state_dir
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.project_md import LOG_VERBS, ProjectMd, session_project_md
-from kbwatch.pipeline.fsutil import atomic_write, new_run_id, sha256_file
+from kbwatch.pipeline.fsutil import atomic_write, new_run_id
 from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
 from kbwatch.pipeline.stage import RunContext, Stage
 
@@ -38,14 +41,20 @@ def rebuild_project_locked(project: Path, settings: dict, plugins, journal) -> d
     documents, inputs = [], []
     for entry in manifest.active_files():
         path = project / entry["parsed"]
-        if not path.is_file():
+        try:  # never through a link planted in parsed/ (it could lead to any file the service can read)
+            data = confine.read_bytes(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            logger.warning("rebuild of {}: {} left out ({})", project.name, entry["parsed"], exc.strerror or exc)
             continue
         documents.append({
             "name": entry["name"], "ext": entry["ext"], "parsed": entry["parsed"],
             "archived": entry["versions"][-1]["archived"] if entry["versions"] else "",
-            "text": path.read_text(encoding="utf-8", errors="replace"),
+            "text": data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n"),
         })
-        inputs.append({"path": entry["parsed"], "sha256": sha256_file(path)})
+        inputs.append({"path": entry["parsed"], "sha256": hashlib.sha256(data).hexdigest()})
+        del data
     result = plugins.hook.kb_summarize(project=project.name, documents=documents,
                                        settings={**settings, "project": {**settings["project"], "language": pm.language}})
     pm.set_section("overview", [result["overview"]])

@@ -15,9 +15,12 @@ import hashlib
 import json
 import os
 import random
+import re
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from conftest import kbwatch
 from test_watch import journal_rows, make_root, manifest_files, service, sha, wait_for  # noqa: F401 (fixture)
@@ -529,3 +532,97 @@ def test_writes_follow_the_folder_at_the_path_never_a_moved_one(tmp_path):
         confine.unlink_if_same(runs / "4.json", None, None, 2, 0)
     assert sorted(p.name for p in (outside / "p-moved" / "runs").iterdir()) == ["4.json"]
 
+
+
+SECRET = "OUTSIDE-SECRET-7731 quarterly merger plan"
+
+
+def test_own_files_swapped_for_links_are_never_read_through(tmp_path):
+    """A colleague who can write to the project folder replaces kbwatch's own files (a parsed
+    document, manifest.json, KNOWLEDGE.md, a run record) with links to files elsewhere that the
+    service can read and they cannot: ``rebuild``, ``index rebuild``, ``ask``, ``status``,
+    ``journal rebuild``, an ingest and the MCP facade never read through them, and the files
+    elsewhere stay as they were."""
+    from kbwatch.pipeline.api import Knowledge
+
+    root = make_root(tmp_path)
+    project = root / "p"
+    (project / "sources" / "alpha.md").write_text("# Alpha\n\nAlpha notes about the garden.\n", encoding="utf-8")
+    (project / "sources" / "beta.md").write_text("# Beta\n\nBeta notes about the harbour.\n", encoding="utf-8")
+    kbwatch("ingest", root=root, check=True)
+    files = manifest_files(project)
+    assert set(files) == {"alpha", "beta"}
+
+    outside = tmp_path / "outside"  # another team's knowledge base, readable by the service only
+    (outside / "parsed").mkdir(parents=True)
+    (outside / "parsed" / "plan.md").write_text(f"# Plan\n\n{SECRET}.\n\n{SECRET} in detail.\n", encoding="utf-8")
+    other = json.loads((project / "manifest.json").read_text(encoding="utf-8"))
+    other["files"][0]["name"] = "classified-" + SECRET.split()[0]
+    (outside / "manifest.json").write_text(json.dumps(other, ensure_ascii=False, indent=2), encoding="utf-8")
+    (outside / "KNOWLEDGE.md").write_text(f"---\nstatus: ready\ndescription: {SECRET}\n---\n", encoding="utf-8")
+    record = next(t for f in sorted(project.glob("runs/ingest-*.json"))  # a real one, renamed
+                  if "alpha" in (t := f.read_text(encoding="utf-8")))
+    record = record.replace("alpha", "classified-" + SECRET.split()[0])
+    record = re.sub(r'"run_id": "[^"]+"', '"run_id": "ingest-20260101-000000-deadbeef"', record)
+    (outside / "run.json").write_text(record, encoding="utf-8")
+    before = tree(outside)
+
+    parsed_alpha = project / files["alpha"]["parsed"]
+    parsed_alpha.unlink()
+    parsed_alpha.symlink_to(outside / "parsed" / "plan.md")
+
+    rebuild = kbwatch("rebuild", "p", root=root)
+    assert rebuild.returncode == 0, rebuild.stdout + rebuild.stderr
+    assert SECRET not in (project / "project.md").read_text(encoding="utf-8")
+    assert "beta" in (project / "project.md").read_text(encoding="utf-8")
+
+    kbwatch("index", "rebuild", root=root, check=True)
+    ask = kbwatch("ask", "p", "quarterly merger plan", "--json", root=root)
+    assert SECRET not in ask.stdout + ask.stderr
+    with Knowledge(root) as kn:
+        from kbwatch.pipeline.errors import KbwatchError
+
+        with pytest.raises(KbwatchError):
+            kn.read_document(files["alpha"]["parsed"], "p")
+        assert SECRET not in json.dumps(kn.query("merger plan", "p"), ensure_ascii=False)
+
+    # a run record planted as a link: the journal's rebuild from runs/ leaves it out
+    (project / "runs" / "ingest-20260101-000000-deadbeef.json").symlink_to(outside / "run.json")
+    journal = kbwatch("journal", "rebuild", root=root)
+    assert journal.returncode == 0, journal.stdout + journal.stderr
+    runs = kbwatch("runs", "--json", root=root, check=True).stdout
+    assert SECRET.split()[0] not in runs and "beta" in runs
+
+    # manifest.json and KNOWLEDGE.md swapped for links: the project is refused, and every reader
+    # that gets past that check (a swap right after it) reads no link (kbwatch.pipeline.confine.read_text)
+    (project / "manifest.json").rename(project / "manifest.real")
+    (project / "manifest.json").symlink_to(outside / "manifest.json")
+    (project / "KNOWLEDGE.md").rename(project / "KNOWLEDGE.real")
+    (project / "KNOWLEDGE.md").symlink_to(outside / "KNOWLEDGE.md")
+    status = json.loads(kbwatch("status", "--json", root=root, check=True).stdout)
+    assert [r["name"] for r in status["refused_projects"]] == ["p"], status
+    assert "symbolic link" in status["refused_projects"][0]["reason"]
+    assert SECRET not in json.dumps(status, ensure_ascii=False) and SECRET not in kbwatch("status", root=root).stdout
+    with Knowledge(root) as kn:
+        assert SECRET.split()[0] not in json.dumps(kn.list(), ensure_ascii=False)
+    from kbwatch.pipeline import confine
+    from kbwatch.pipeline.api import _frontmatter, _manifest
+    from kbwatch.pipeline.errors import PermanentError
+    from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
+    from kbwatch.pipeline.formats.manifest import Manifest
+
+    confine.register_root(root)
+    assert _manifest(project) == {} and _frontmatter(project, read_frontmatter) == {}
+    with pytest.raises(PermanentError, match="symbolic link"):
+        Manifest.load(project / "manifest.json", "p", "")
+
+    (project / "sources" / "gamma.md").write_text("# Gamma\n\nGamma notes.\n", encoding="utf-8")
+    ingest = kbwatch("ingest", root=root)
+    assert ingest.returncode == 1 and "refused project p" in ingest.stderr, ingest.stdout + ingest.stderr
+    assert (project / "sources" / "gamma.md").exists()  # not taken while the manifest is a link
+    assert (project / "manifest.json").is_symlink()  # neither written through nor replaced
+
+    assert tree(outside) == before  # nothing elsewhere was written
+    for path in project.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            assert SECRET.encode() not in path.read_bytes(), path

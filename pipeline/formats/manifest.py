@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kbwatch.pipeline import confine
 from kbwatch.pipeline.errors import PermanentError
 
 HASH_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -49,7 +50,9 @@ class Manifest:
         if not path.exists():
             return cls.new(project, created_at)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(confine.read_text(path))
+        except (confine.Escape, confine.NotRegularFile) as exc:  # a link or a FIFO planted in its place
+            raise PermanentError(f"{path}: {exc.strerror}; restore the real file", reason="bad manifest") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise PermanentError(f"{path}: not valid JSON ({exc}); fix or restore it", reason="bad manifest") from exc
         problems = validate(data)

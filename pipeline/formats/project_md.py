@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbwatch.pipeline import confine
+from kbwatch.pipeline.errors import PermanentError
 from kbwatch.pipeline.formats.parsed import strip_header
 
 HEADINGS = {
@@ -210,7 +212,7 @@ class ProjectMd:
     def load(cls, path: Path, title: str, language: str) -> "ProjectMd":
         if not path.exists():
             return cls.new(title, language)
-        return cls.parse(path.read_text(encoding="utf-8", errors="replace"), title, language)
+        return cls.parse(_read_own(path), title, language)
 
     # -- updates -----------------------------------------------------------
     def upsert_row(self, name: str, parsed: str, archived: str, summary: str) -> None:
@@ -319,3 +321,12 @@ def one_line_summary(markdown: str, limit: int = SUMMARY_CHARS) -> str:
             text = ", ".join(cells)
             return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
     return ""
+
+
+def _read_own(path: Path) -> str:
+    """project.md's text, never through a link planted in its place (:func:`kbwatch.pipeline.confine.read_text`)."""
+    try:
+        return confine.read_text(path, errors="replace")
+    except (confine.Escape, confine.NotRegularFile) as exc:
+        raise PermanentError(f"{path}: {exc.strerror}; move it aside and kbwatch writes a new one",
+                             reason="bad project.md") from None

@@ -17,6 +17,8 @@ import math
 import re
 from pathlib import Path, PurePosixPath
 
+from kbwatch.pipeline import confine
+
 from .chunker import chunk_markdown
 from .pack import PREAMBLE_EN, PREAMBLE_ZH, escape_attr, neutralize_fence, new_run_id, run_status_for
 
@@ -236,7 +238,10 @@ def read_citation(project: Path, citation: str) -> dict:
         if parsed in real.parents and not path.exists():
             raise CitationError(f"{rel} is not a document of {project.name}")
         raise CitationError(f"citation {citation!r} is outside the parsed files of {project.name}")
-    text = real.read_text(encoding="utf-8", errors="replace")
+    try:  # the checks above by path; the read itself follows no link (a swap since then is refused)
+        text = confine.read_text(path, errors="replace")
+    except OSError:
+        raise CitationError(f"citation {citation!r} is outside the parsed files of {project.name}") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

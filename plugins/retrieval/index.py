@@ -52,6 +52,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from kbwatch.pipeline import confine
+
 from .chunker import iter_chunks
 from .tokenizer import TOKENIZER_VERSION, _CJK_CHAR_RE, tokenize, tokenize_query
 
@@ -617,10 +619,10 @@ class SearchIndex:
                     counts["skipped"] += 1
                     continue
                 rel = "parsed/" + f.relative_to(parsed).as_posix()
-                try:
-                    with open(f, encoding="utf-8", errors="replace") as fh:
-                        # a capped document is read only as far as it is indexed
-                        text = fh.read(self.max_document_chars + 1 if self.max_document_chars else -1)
+                try:  # without following a link swapped in since the check above (confine.read_text)
+                    # a capped document is read only as far as it is indexed
+                    text = confine.read_text(f, errors="replace",
+                                             limit=self.max_document_chars + 1 if self.max_document_chars else -1)
                 except OSError:
                     counts["skipped"] += 1
                     continue

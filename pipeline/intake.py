@@ -18,6 +18,7 @@ sweeps ``<state>/intake/`` after a crash.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -78,9 +79,32 @@ def take(source: Path, folder: Path) -> Taken:
         os.close(fd)
 
 
+def _private(folder: Path) -> None:
+    """Keep ``<state>/intake`` writable by this account alone: whoever could write to it could swap a
+    snapshot between its copy and its parse. It is made 0700 at start (``KnowledgeBase.sweep_intake``);
+    this takes the group's and others' write bits away again when the state dir was made anew under a
+    running service with a looser umask. One that others can write to and that belongs to another
+    account is refused (PermissionError: the run fails with that reason)."""
+    with confine.folder(folder) as dfd:  # no link followed (a swapped-in link is refused)
+        st = os.fstat(dfd)
+        if st.st_mode & 0o022:
+            if st.st_uid != os.geteuid():
+                raise PermissionError(errno.EPERM, f"{folder} belongs to another account and others can write "
+                                                   "to it; kbwatch makes no snapshot there (make it the "
+                                                   "service's own, mode 700)", str(folder))
+            os.fchmod(dfd, stat.S_IMODE(st.st_mode) & ~0o022)
+
+
 def _copy(fd: int, snapshot: Path, st: os.stat_result) -> tuple[str, int]:
     h = hashlib.sha256()
     copied = 0
+    intake_dir = snapshot.parent.parent
+    try:
+        _private(intake_dir)
+    except FileNotFoundError:  # made below with the snapshot's folder, then checked
+        with confine.folder(snapshot.parent, create=True):
+            pass
+        _private(intake_dir)
     with confine.folder(snapshot.parent, create=True) as dfd:
         out = os.open(snapshot.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                       0o600, dir_fd=dfd)

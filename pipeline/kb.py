@@ -36,6 +36,21 @@ INVALID_PROJECT_CHARS = set('/\\\0')
 TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{8}\.tmp$")
 
 
+def make_state_dir(state: Path) -> None:
+    """Create the state folder (and its parents) when missing, never writable by group or others
+    whatever the umask (the systemd unit's ``UMask=0002`` is for the shared root): the journal, the
+    index, the locks and the private snapshots (``intake/``) of the files being taken live there,
+    and "what was read is what is published" holds only if nobody else can swap those. A folder that
+    already exists is left as it is (``kbwatch doctor`` warns when others can write to it)."""
+    if state.is_dir():
+        return
+    state.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(state, 0o755)  # the umask can only take bits away
+    except FileExistsError:
+        pass
+
+
 def _writable(state: Path) -> bool:
     """Whether the state folder (or, before it exists, the folder it goes in) can be written."""
     probe = state
@@ -60,6 +75,8 @@ class KnowledgeBase:
         # readonly: the journal and the index are only read (``ask`` and ``kbwatch mcp`` on a
         # read-only share); None = decide from whether the state folder can be written
         self.readonly = (not _writable(self.state)) if readonly is None else readonly
+        if not self.readonly:
+            make_state_dir(self.state)
         self._plugins: PluginSet | None = None
         self._journal: Journal | None = None
 
@@ -230,6 +247,11 @@ class KnowledgeBase:
         import shutil
 
         shutil.rmtree(self.state / "intake", ignore_errors=True)
+        make_state_dir(self.state)
+        try:  # the snapshots' folder: only this account may enter it
+            os.mkdir(self.state / "intake", 0o700)
+        except FileExistsError:  # left by another account (not removable): the takes check it
+            pass
 
     def begin_work(self) -> bool:
         """Mark the root busy (under the service lock); True if the last worker did not end cleanly."""

@@ -55,7 +55,9 @@ class ServiceLock:
     """
 
     def __init__(self, state: Path, root: Path | None = None):
-        state.mkdir(parents=True, exist_ok=True)
+        from kbwatch.pipeline.kb import make_state_dir
+
+        make_state_dir(state)
         self.path = state / LOCK_NAME
         self.root = root
         self.fd: int | None = None
@@ -119,7 +121,9 @@ class ServiceLock:
                 return False
         except FileNotFoundError:
             pass
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from kbwatch.pipeline.kb import make_state_dir
+
+        make_state_dir(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -626,3 +626,37 @@ def test_own_files_swapped_for_links_are_never_read_through(tmp_path):
     for path in project.rglob("*"):
         if path.is_file() and not path.is_symlink():
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_the_state_dir_and_the_snapshots_are_not_writable_by_others(tmp_path):
+    """Under the systemd unit's ``UMask=0002`` the state dir used to be made group-writable, so
+    anyone in the team's group could swap a snapshot in ``intake/`` between its copy and its parse.
+    Now the state dir is made 0755 whatever the umask, ``intake/`` 0700 at every start, and a take
+    puts ``intake/`` right again when it finds it writable by others."""
+    from kbwatch.pipeline import intake
+
+    old = os.umask(0o002)
+    try:
+        root = make_root(tmp_path)
+        (root / "p" / "sources" / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
+        kbwatch("ingest", root=root, check=True)
+    finally:
+        os.umask(old)
+    state = root / ".kbwatch"
+    assert state.stat().st_mode & 0o022 == 0, oct(state.stat().st_mode)
+    assert (state / "intake").stat().st_mode & 0o077 == 0, oct((state / "intake").stat().st_mode)
+    assert (root / "p" / "parsed").stat().st_mode & 0o020  # the shared root keeps the umask the team chose
+
+    os.chmod(state / "intake", 0o777)  # e.g. made again by hand, or under a looser umask
+    (root / "p" / "sources" / "b.md").write_text("# B\n\ntext\n", encoding="utf-8")
+    kbwatch("ingest", root=root, check=True)
+    assert (state / "intake").stat().st_mode & 0o077 == 0
+
+    os.chmod(state / "intake", 0o777)  # between two takes of a running service
+    src = root / "p" / "sources" / "c.md"
+    src.write_text("# C\n\ntext\n", encoding="utf-8")
+    folder = state / "intake" / "thread-test"
+    taken = intake.take(src, folder)
+    assert taken.snapshot.read_bytes() == src.read_bytes()
+    assert (state / "intake").stat().st_mode & 0o022 == 0
+    intake.discard(folder)

@@ -43,7 +43,7 @@ def project_refusal(path: Path) -> str | None:
 
     The project folder and its sources/, parsed/, archive/ and runs/ must be
     real folders on the root's side (missing ones are created when needed);
-    its manifest.json, project.md and KNOWLEDGE.md must not be links.
+    its manifest.json, project.md and KNOWLEDGE.md must be regular files (no links, FIFOs, folders).
     Nothing is read, written or deleted in a refused project.
     """
     try:
@@ -65,8 +65,14 @@ def project_refusal(path: Path) -> str | None:
         if not stat.S_ISDIR(st.st_mode):
             return f"{d} is not a folder; make it a real folder"
     for f in PROJECT_FILES:
-        if os.path.islink(path / f):
+        try:
+            st = os.lstat(path / f)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
             return f"{f} is a symbolic link; replace it with the real file"
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would hang every reader; a folder is no file
+            return f"{f} is not a regular file (a FIFO, a device, a socket or a folder); replace it with the real file"
     return None
 
 

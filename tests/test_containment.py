@@ -660,3 +660,26 @@ def test_the_state_dir_and_the_snapshots_are_not_writable_by_others(tmp_path):
     assert taken.snapshot.read_bytes() == src.read_bytes()
     assert (state / "intake").stat().st_mode & 0o022 == 0
     intake.discard(folder)
+
+
+def test_a_fifo_in_place_of_a_project_file_hangs_nothing(tmp_path):
+    """A FIFO planted as KNOWLEDGE.md (or project.md, manifest.json) used to hang ``status``,
+    ``ingest`` and the service on their first read of it (a blocking open with no writer). Now the
+    project is refused with a reason, and the readers open no FIFO."""
+    from kbwatch.pipeline import confine
+
+    root = make_root(tmp_path, projects=("p", "ok"))
+    (root / "ok" / "sources" / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
+    for name in ("KNOWLEDGE.md", "project.md", "manifest.json"):
+        path = root / "p" / name
+        path.unlink(missing_ok=True)
+        os.mkfifo(path)
+        status = kbwatch("status", "--json", root=root, check=True, timeout=60)
+        (refused,) = json.loads(status.stdout)["refused_projects"]
+        assert refused["name"] == "p" and f"{name} is not a regular file" in refused["reason"], refused
+        ingest = kbwatch("ingest", root=root, timeout=60)
+        assert ingest.returncode == 1 and "refused project p" in ingest.stderr, ingest.stderr
+        with pytest.raises(confine.NotRegularFile):
+            confine.read_text(path)  # returns at once: O_NONBLOCK open, then fstat
+        path.unlink()
+    assert "a" in manifest_files(root / "ok")

@@ -40,7 +40,13 @@ FREE_FORM_TABLES = ("stages",)
 
 def _read_toml(path: Path) -> dict:
     try:
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: a FIFO planted as the root's kbwatch.toml must not hang every command at its start
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ConfigError(f"{path}: not a regular file (a FIFO, a device or a folder); "
+                                  "make it a TOML file or remove it")
+            os.set_blocking(fd, True)
             return tomllib.load(fh)
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
@@ -181,7 +187,7 @@ def load_settings(root: Path, config_file: Path | None = None) -> dict:
     files: list[str] = []
     overrides: list[tuple[str, dict]] = []
     root_cfg = root / ROOT_CONFIG_NAME
-    if root_cfg.is_file():
+    if os.path.lexists(root_cfg):  # a FIFO, a folder or a broken link there is an error, not "no config"
         overrides.append((str(root_cfg), _read_toml(root_cfg)))
     if config_file is not None:
         overrides.append((str(config_file), _read_toml(config_file)))

@@ -683,3 +683,17 @@ def test_a_fifo_in_place_of_a_project_file_hangs_nothing(tmp_path):
             confine.read_text(path)  # returns at once: O_NONBLOCK open, then fstat
         path.unlink()
     assert "a" in manifest_files(root / "ok")
+
+
+def test_a_fifo_as_the_root_config_is_a_clear_error_not_a_hang(tmp_path):
+    """A FIFO (or a folder, or a broken link) at the root's kbwatch.toml was taken for "no
+    configuration" and the service ran on the defaults (and a FIFO swapped in between the check
+    and the open hung it). Now it is a configuration error: exit 2 with one line, at once."""
+    root = make_root(tmp_path)
+    (root / "kbwatch.toml").unlink()
+    os.mkfifo(root / "kbwatch.toml")
+    for args in (("status",), ("ingest",), ("watch",)):
+        proc = kbwatch(*args, root=root, timeout=60)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert "kbwatch.toml: not a regular file" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr

@@ -683,6 +683,11 @@ def test_a_fifo_in_place_of_a_project_file_hangs_nothing(tmp_path):
             confine.read_text(path)  # returns at once: O_NONBLOCK open, then fstat
         path.unlink()
     assert "a" in manifest_files(root / "ok")
+    # a FIFO named like a run record: `journal rebuild` used to block on it forever
+    os.mkfifo(root / "ok" / "runs" / "ingest-20260101-000000-deadbeef.json")
+    journal = kbwatch("journal", "rebuild", root=root, timeout=60)
+    assert journal.returncode == 0 and "not a regular file" in journal.stderr, journal.stdout + journal.stderr
+    assert "a" in kbwatch("runs", "--json", root=root, check=True).stdout
 
 
 def test_a_fifo_as_the_root_config_is_a_clear_error_not_a_hang(tmp_path):

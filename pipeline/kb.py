@@ -76,7 +76,10 @@ class KnowledgeBase:
         # read-only share); None = decide from whether the state folder can be written
         self.readonly = (not _writable(self.state)) if readonly is None else readonly
         if not self.readonly:
-            make_state_dir(self.state)
+            try:
+                make_state_dir(self.state)
+            except OSError:  # not creatable here: whatever needs it reports that when it opens it
+                pass
         self._plugins: PluginSet | None = None
         self._journal: Journal | None = None
 

@@ -368,6 +368,8 @@ class Knowledge:
                     return json.loads(confine.read_text(path))
                 except ValueError:
                     raise KbwatchError(f"runs/{run_id}.json of {p.name} is not valid JSON") from None
+                except OSError as exc:  # a link or a FIFO planted in runs/
+                    raise KbwatchError(f"runs/{run_id}.json of {p.name}: {exc.strerror or exc}") from None
         raise ConfigError(f"no context run {run_id!r} (in the journal or any runs/ folder)")
 
 

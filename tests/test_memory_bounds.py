@@ -86,10 +86,11 @@ def test_memory_report_reads_real_counters():
     grew = second.split("grew: ", 1)[1]
     assert grew.split(",")[0].startswith("list +"), second  # the type that grew most comes first
     assert int(grew.split(",")[0].split("+")[1].split()[0]) >= 45_000  # (net of lists freed meanwhile)
-    # pymalloc's arenas: 50,000 one-item lists (~56 B each, ~2.7 MB) need more arenas and used bytes
+    # pymalloc's counters: 50,000 one-item lists and their ints (~4-5 MB of small blocks) are live bytes
+    # (free blocks of arenas already held may take part of them, so the arena count need not rise much)
     arenas = lambda line: int(line.split("pymalloc arenas ", 1)[1].split()[0])  # noqa: E731
     used = lambda line: float(line.split("pymalloc arenas ", 1)[1].split()[2])  # noqa: E731
-    assert arenas(second) >= arenas(first) + 2 and used(second) >= used(first) + 2.0, (first, second)
+    assert used(second) >= used(first) + 2.0 and arenas(second) >= arenas(first), (first, second)
     del held
 
 

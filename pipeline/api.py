@@ -257,7 +257,6 @@ class Knowledge:
 
         Returns ``{"run_id", "outcome", "error", "source"}``; ``outcome`` is ``queued``
         when a running service takes it. Never writes ``parsed/``."""
-        from kbwatch.pipeline import confine
         from kbwatch.pipeline.fsutil import atomic_write
 
         project = self._project(name)

@@ -1,4 +1,4 @@
-"""Durable file operations: atomic writes, fsync'd copies, clocks."""
+"""Durable file operations: atomic writes, fsync'd copies, the state folder, clocks."""
 
 from __future__ import annotations
 
@@ -328,6 +328,21 @@ def fsync_paths(paths) -> None:
             dirs = {d for d in pool.map(one, paths) if d}
     for d in dirs:
         fsync_dir(Path(d))
+
+
+def make_state_dir(state: Path) -> None:
+    """Create the state folder (and its parents) when missing, never writable by group or others
+    whatever the umask (the systemd unit's ``UMask=0002`` is for the shared root): the journal, the
+    index, the locks and the private snapshots (``intake/``) of the files being taken live there,
+    and "what was read is what is published" holds only if nobody else can swap those. A folder that
+    already exists is left as it is (``kbwatch doctor`` warns when others can write to it)."""
+    if state.is_dir():
+        return
+    state.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(state, 0o755)  # the umask can only take bits away
+    except FileExistsError:
+        pass
 
 
 def now_local(tz: str = "local") -> datetime:

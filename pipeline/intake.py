@@ -98,14 +98,8 @@ def _private(folder: Path) -> None:
 def _copy(fd: int, snapshot: Path, st: os.stat_result) -> tuple[str, int]:
     h = hashlib.sha256()
     copied = 0
-    intake_dir = snapshot.parent.parent
-    try:
-        _private(intake_dir)
-    except FileNotFoundError:  # made below with the snapshot's folder, then checked
-        with confine.folder(snapshot.parent, create=True):
-            pass
-        _private(intake_dir)
     with confine.folder(snapshot.parent, create=True) as dfd:
+        _private(snapshot.parent.parent)  # <state>/intake, made along with the folder when missing
         out = os.open(snapshot.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                       0o600, dir_fd=dfd)
         try:

@@ -26,7 +26,7 @@ from kbwatch.pipeline.formats.knowledge_md import render_knowledge
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.project_md import ProjectMd
 from kbwatch.pipeline.formats.run_record import build_record
-from kbwatch.pipeline.fsutil import atomic_write, display_path, iso_minute, now_local, utc_iso
+from kbwatch.pipeline.fsutil import atomic_write, display_path, iso_minute, make_state_dir, now_local, utc_iso
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.plugins import PluginSet, build_plugin_manager
 from kbwatch.pipeline.project import PROJECT_DIRS, discover_projects, is_project, project_refusal, refused_projects
@@ -34,21 +34,6 @@ from kbwatch.pipeline.sources import SourceEntry, split_name, walk_sources
 
 INVALID_PROJECT_CHARS = set('/\\\0')
 TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{8}\.tmp$")
-
-
-def make_state_dir(state: Path) -> None:
-    """Create the state folder (and its parents) when missing, never writable by group or others
-    whatever the umask (the systemd unit's ``UMask=0002`` is for the shared root): the journal, the
-    index, the locks and the private snapshots (``intake/``) of the files being taken live there,
-    and "what was read is what is published" holds only if nobody else can swap those. A folder that
-    already exists is left as it is (``kbwatch doctor`` warns when others can write to it)."""
-    if state.is_dir():
-        return
-    state.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.mkdir(state, 0o755)  # the umask can only take bits away
-    except FileExistsError:
-        pass
 
 
 def _writable(state: Path) -> bool:

@@ -32,7 +32,7 @@ from watchdog.observers.polling import PollingObserver
 
 from kbwatch.pipeline.config import root_config_exposure
 from kbwatch.pipeline.errors import ConfigError
-from kbwatch.pipeline.fsutil import display_path
+from kbwatch.pipeline.fsutil import display_path, make_state_dir
 from kbwatch.pipeline.heap import trim as trim_heap
 from kbwatch.pipeline.heap import tune as tune_heap
 from kbwatch.pipeline.kb import KnowledgeBase
@@ -55,8 +55,6 @@ class ServiceLock:
     """
 
     def __init__(self, state: Path, root: Path | None = None):
-        from kbwatch.pipeline.kb import make_state_dir
-
         make_state_dir(state)
         self.path = state / LOCK_NAME
         self.root = root
@@ -121,8 +119,6 @@ class ServiceLock:
                 return False
         except FileNotFoundError:
             pass
-        from kbwatch.pipeline.kb import make_state_dir
-
         make_state_dir(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:

@@ -615,11 +615,8 @@ class SearchIndex:
                 files.extend(Path(dirpath) / f for f in filenames if f.endswith(".md") and f != "data_structure.md")
         with self.batch():
             for f in sorted(files):
-                if f.is_symlink() or not f.is_file():
-                    counts["skipped"] += 1
-                    continue
                 rel = "parsed/" + f.relative_to(parsed).as_posix()
-                try:  # without following a link swapped in since the check above (confine.read_text)
+                try:  # no link followed, regular files only (confine.read_text): others are skipped
                     # a capped document is read only as far as it is indexed
                     text = confine.read_text(f, errors="replace",
                                              limit=self.max_document_chars + 1 if self.max_document_chars else -1)

@@ -265,6 +265,12 @@ class Knowledge:
         if (content is None) == (content_base64 is None):
             raise ConfigError("give exactly one of content (text) or content_base64")
         rel = _source_name(filename)
+        limit = float(self.settings["stages"]["parse"]["max_file_mb"]) * 1024 * 1024
+        # refuse what is surely too large before making a second copy of it in memory
+        # (a character is at least one byte; four base64 characters are at least three bytes)
+        least = len(content) if content is not None else (len(content_base64 or "") // 4) * 3 - 2
+        if least > limit:
+            raise ConfigError(f"the content is larger than [stages.parse] max_file_mb (at least {least} bytes)")
         if content is not None:
             data = content.encode("utf-8")
         else:
@@ -272,7 +278,6 @@ class Knowledge:
                 data = base64.b64decode(content_base64, validate=True)
             except (ValueError, TypeError):
                 raise ConfigError("content_base64 is not valid base64") from None
-        limit = float(self.settings["stages"]["parse"]["max_file_mb"]) * 1024 * 1024
         if len(data) > limit:
             raise ConfigError(f"the content is larger than [stages.parse] max_file_mb ({len(data)} bytes)")
         target = project / "sources" / rel

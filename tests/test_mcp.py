@@ -517,3 +517,23 @@ def test_document_dropped_under_running_watch_is_found(stdio, http, kbroot, tmp_
                  "the queued source to be found", proc=svc)
     finally:
         svc.terminate()
+
+
+def test_add_source_refuses_content_over_the_size_limit_before_copying_it(kbroot, tmp_path):
+    """Content over ``max_file_mb`` is refused from its length, before it is decoded or encoded
+    (a second copy of a 200 MB payload would not fit the memory bound), and nothing is written."""
+    from kbwatch.pipeline import Knowledge
+    from kbwatch.pipeline.errors import ConfigError
+
+    config = tmp_path / "small.toml"
+    config.write_text("[stages.parse]\nmax_file_mb = 1\n", encoding="utf-8")  # 1,048,576 bytes
+    sources = kbroot / "other" / "sources"
+    before = sorted(p.name for p in sources.rglob("*"))
+    with Knowledge(kbroot, config_file=config) as kn:
+        for kwargs in ({"content": "x" * 1_100_000}, {"content_base64": base64.b64encode(b"y" * 1_100_000).decode()},
+                       {"content_base64": "!" * 1_500_000}):  # not even valid base64: its length is enough
+            with pytest.raises(ConfigError, match="at least"):
+                kn.add_source("other", "big.md", **kwargs)
+        with pytest.raises(ConfigError, match=r"larger than .* \(1050000 bytes\)"):  # 1,050,000 bytes, 525,000 characters
+            kn.add_source("other", "big.md", content="é" * 525_000)
+    assert sorted(p.name for p in sources.rglob("*")) == before

@@ -7,7 +7,8 @@ position, a string per word), all alive at once; among the service's long-lived 
 left its heap at the high-water mark of each burst of larger documents. These tests bound what the
 scan of one large text allocates at its peak (Python-traced, ``tracemalloc``), in a fresh
 interpreter; the previous code peaked at 53.9 MB (Chinese, 300,000 characters) and 6.4 MB
-(English, 600,000 characters). They also check the bounded paths give what the plain ones give.
+(English, 600,000 characters), and at 20.7 MB on Chinese text with spaces between its words, whose
+normalised view had an offset map of one int object per character. They also check the bounded paths give what the plain ones give.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ _SCRIPT = textwrap.dedent("""
     plugins = build_plugin_manager(settings)
     run_scanners(plugins, ParsedDocument(markdown=text(ZH, 3000, "") + text(EN, 3000, " ")), settings)  # loads
     peaks = {}
-    for name, pool, chars, sep in (("zh", ZH, 300_000, ""), ("en", EN, 600_000, " ")):
+    spaced = [s[i:i + 6] for s in ZH for i in range(0, len(s) - 6, 6)]  # 会议纪要：讨 论了新产品的 ...
+    for name, pool, chars, sep in (("zh", ZH, 300_000, ""), ("en", EN, 600_000, " "), ("zh-spaced", spaced, 300_000, " ")):
         doc = ParsedDocument(markdown=text(pool, chars, sep))
         gc.collect()
         tracemalloc.start()
@@ -72,9 +74,12 @@ def test_scanning_a_large_text_builds_no_object_per_token_or_word():
                          cwd=REPO, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     peaks = json.loads(out.stdout.strip().splitlines()[-1])
-    # this code: ~10.8 and ~2.9 MB (the text's normalised views, a few arrays); before: 53.9 and 6.4 MB
+    # this code: ~8.6, ~2.9 and ~11.6 MB (the text's normalised views, a few arrays); before: 53.9 and 6.4 MB,
+    # and 20.7 MB for the spaced Chinese text while the view's offset map was a list of ints (an int
+    # object per character of a text whose view was rewritten: the gaps between Han characters removed)
     assert peaks["zh"] <= 20, peaks
     assert peaks["en"] <= 4.5, peaks
+    assert peaks["zh-spaced"] <= 15, peaks
 
 
 def test_the_injection_model_scores_the_same_windows_as_a_plain_loop():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array as OffsetMap
 
 
 
@@ -62,12 +63,25 @@ def _norm_char(ch: str) -> str:
     return r
 
 
+# An offset map is a C array of 64-bit integers, not a list of ints: a list holds an int object
+# (32 bytes, from pymalloc's small-object arenas) per position of the text above 256, tens of MB
+# for a large document, freed again a moment later; the arenas that held them stay pinned by
+# whatever long-lived objects were made meanwhile, so a long-running service's heap grew with
+# every large document it scanned (issue 12, the soak). An array is one block of 8 bytes per position.
+_OFFSET = "q"
+
+
+def identity_map(n: int) -> OffsetMap:
+    """The offset map of a text that was not rewritten: position i is offset i."""
+    return OffsetMap(_OFFSET, range(n))
+
+
 class View:
     """A normalised string plus a map from its positions to original offsets."""
 
     __slots__ = ("text", "omap", "orig_len")
 
-    def __init__(self, text: str, omap: list[int] | None, orig_len: int):
+    def __init__(self, text: str, omap: OffsetMap | None, orig_len: int):
         self.text = text
         self.omap = omap  # None = identity
         self.orig_len = orig_len
@@ -93,16 +107,16 @@ _CJK_GAP = re.compile(r"[\u3400-\u9fff]([ \t*_\-.·|/~^`'+=#@•・‧∙⋅丨]
 _ASCII_PRINT = re.compile(r"[\t\n\r -~]*")
 
 
-def apply_rewrite(view_text: str, omap: list[int] | None, pattern: re.Pattern, repl, matches=None,
-           group: int = 0) -> tuple[str, list[int] | None]:
+def apply_rewrite(view_text: str, omap: OffsetMap | None, pattern: re.Pattern, repl, matches=None,
+           group: int = 0) -> tuple[str, OffsetMap | None]:
     """Rewrite ``view_text`` at ``pattern``'s matches (or the given ``matches``), replacing
     group ``group`` of each by ``repl(match)``, keeping the offset map."""
     ms = list(pattern.finditer(view_text)) if matches is None else matches
     if not ms:
         return view_text, omap
-    base = omap if omap is not None else list(range(len(view_text)))
+    base = omap if omap is not None else identity_map(len(view_text))
     parts: list[str] = []
-    newmap: list[int] = []
+    newmap = OffsetMap(_OFFSET)
     pos = 0
     for m in ms:
         s, e = m.span(group)
@@ -207,10 +221,10 @@ def gated_line_matches(pattern: re.Pattern, gate: re.Pattern, text: str) -> list
     return out
 
 
-def _mapped_norm(text: str, table: dict[str, str]) -> tuple[str, list[int]]:
+def _mapped_norm(text: str, table: dict[str, str]) -> tuple[str, OffsetMap]:
     """Apply ``table`` (some replacements not 1:1) and build the offset map segment by segment."""
     parts: list[str] = []
-    omap: list[int] = []
+    omap = OffsetMap(_OFFSET)
     pos = 0
     for m in _MAYBE_SPECIAL.finditer(text):
         r = table.get(m.group())
@@ -222,7 +236,7 @@ def _mapped_norm(text: str, table: dict[str, str]) -> tuple[str, list[int]]:
             omap.extend(range(pos, i))
         if r:
             parts.append(r)
-            omap.extend([i] * len(r))
+            omap.extend(OffsetMap(_OFFSET, (i,)) * len(r))
         pos = i + 1
     parts.append(text[pos:])
     omap.extend(range(pos, len(text)))
@@ -251,14 +265,14 @@ def _translate_1to1(text: str, one: dict[str, str], limit: int | None = None) ->
     return text
 
 
-def _slow_norm(text: str) -> tuple[str, list[int]]:
+def _slow_norm(text: str) -> tuple[str, OffsetMap]:
     parts: list[str] = []
-    omap: list[int] = []
+    omap = OffsetMap(_OFFSET)
     for i, ch in enumerate(text):
         r = _norm_char(ch) if (ord(ch) > 0x7E or ord(ch) < 0x20) else ch.lower()
         if r:
             parts.append(r)
-            omap.extend([i] * len(r))
+            omap.extend(OffsetMap(_OFFSET, (i,)) * len(r))
     return "".join(parts), omap
 
 

@@ -104,6 +104,25 @@ def test_the_tokenizer_word_cache_is_bounded_and_starts_over_when_full():
     assert tokenizer.tokenize("Reports reporting servers") == before  # same tokens after a start-over
 
 
+def test_stemming_new_words_keeps_no_second_cache():
+    """PyStemmer keeps a cache of its own (10,000 words, ~50,000 small objects when full) unless it is
+    made with size 0; the word cache above already holds every stem, so a second copy only grew the
+    service's heap while it met new words (it showed in the soak)."""
+    import gc
+    import sys
+
+    from kbwatch.plugins.retrieval import tokenizer
+
+    tokenizer.tokenize(" ".join(f"warm{i}zq" for i in range(100)))
+    gc.collect()
+    start = sys.getallocatedblocks()
+    for i in range(5_000):
+        tokenizer._stemmer.stemWord(f"fresh{i}wordq")  # the stemmer alone, as the word cache's misses call it
+    gc.collect()
+    # with PyStemmer's cache on: ~25,000 more blocks for these 5,000 words (~5 per word)
+    assert sys.getallocatedblocks() - start < 1_000
+
+
 def _mixed_text(rng, chars: int) -> str:
     """English words with numbers and Chinese characters, with a heading now and then."""
     en = "The quarterly review covers revenue hiring and the migration of the billing service".split()

@@ -61,6 +61,8 @@ CJK_STOP_UNIGRAMS = frozenset("什么哪谁吗呢的了是在和")
 # PyStemmer keeps a cache of its own (10,000 words by default, ~2.3 MB as 50,000 small objects);
 # _WordCache below already caches every word's stem, so PyStemmer's is turned off (size 0)
 _stemmer = Stemmer.Stemmer("english", 0)
+
+
 def normalize(text: str) -> str:
     """NFKC + casefold, the normalisation applied before tokenising."""
     return unicodedata.normalize("NFKC", text).casefold()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from array import array as OffsetMap
+from itertools import repeat
 
 
 
@@ -236,7 +237,7 @@ def _mapped_norm(text: str, table: dict[str, str]) -> tuple[str, OffsetMap]:
             omap.extend(range(pos, i))
         if r:
             parts.append(r)
-            omap.extend(OffsetMap(_OFFSET, (i,)) * len(r))
+            omap.extend(repeat(i, len(r)))
         pos = i + 1
     parts.append(text[pos:])
     omap.extend(range(pos, len(text)))
@@ -272,7 +273,7 @@ def _slow_norm(text: str) -> tuple[str, OffsetMap]:
         r = _norm_char(ch) if (ord(ch) > 0x7E or ord(ch) < 0x20) else ch.lower()
         if r:
             parts.append(r)
-            omap.extend(OffsetMap(_OFFSET, (i,)) * len(r))
+            omap.extend(repeat(i, len(r)))
     return "".join(parts), omap
 
 

@@ -18,6 +18,10 @@ another platform), the component-by-component walk runs instead: it makes
 missing folders (``create``) and raises the exceptions described below.
 ``KBWATCH_NO_OPENAT2=1`` keeps the walk only.
 
+The root's descriptor is kept open between calls (checked against the root's path
+at most once a second, so a root made anew is followed as before): the walks
+start from it instead of opening the root each time.
+
 ``KnowledgeBase`` registers its root (:func:`register_root`); paths outside
 every registered root (a state dir configured elsewhere, tests working on
 bare folders) are reached by path as before (:func:`confined` is False).
@@ -31,6 +35,8 @@ import hashlib
 import os
 import stat
 import sys
+import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -143,15 +149,110 @@ def _open_root(root: str) -> int:
     return os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
+# -- the roots' descriptors, kept open -----------------------------------------
+# Every confined open starts at a registered root. Opening the root anew for each one (an open
+# and a close more: about ten system calls a file, each a moment another runner thread takes the
+# GIL) is replaced by one descriptor kept per root. It is checked against the root's path at
+# most every ROOT_RECHECK_SECONDS (one stat): a root renamed away, or deleted and made anew, is
+# opened again, as each open did before. At most KEPT_ROOTS are kept; a dropped descriptor is
+# closed once no thread is using it (a descriptor number is never reused under a running open).
+
+ROOT_RECHECK_SECONDS = 1.0
+KEPT_ROOTS = 8
+
+
+class _KeptRoot:
+    __slots__ = ("fd", "dev", "ino", "checked", "users", "dropped")
+
+    def __init__(self, fd: int, st: os.stat_result, now: float):
+        self.fd, self.dev, self.ino, self.checked = fd, st.st_dev, st.st_ino, now
+        self.users, self.dropped = 0, False
+
+
+_kept: dict[str, _KeptRoot] = {}
+_kept_lock = threading.Lock()
+
+
+def _drop(kept: _KeptRoot) -> None:
+    """Forget ``kept`` (call under ``_kept_lock``): closed now, or by its last user."""
+    kept.dropped = True
+    if kept.users == 0:
+        os.close(kept.fd)
+
+
+def _acquire_root(root: str) -> _KeptRoot:
+    """The kept descriptor of ``root`` (opened, or checked, when due), counted as in use."""
+    now = time.monotonic()
+    with _kept_lock:
+        kept = _kept.get(root)
+        if kept is not None and now - kept.checked < ROOT_RECHECK_SECONDS:
+            kept.users += 1
+            return kept
+    if kept is not None:  # due for a check: is the root's path still that folder?
+        try:
+            st = os.stat(root)
+        except OSError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino) == (kept.dev, kept.ino):
+            with _kept_lock:
+                if not kept.dropped:
+                    kept.checked = now
+                    kept.users += 1
+                    return kept
+    fd = _open_root(root)
+    try:
+        fresh = _KeptRoot(fd, os.fstat(fd), now)
+    except BaseException:
+        os.close(fd)
+        raise
+    with _kept_lock:
+        old = _kept.pop(root, None)
+        if old is not None and not old.dropped:
+            _drop(old)
+        _kept[root] = fresh
+        fresh.users += 1
+        while len(_kept) > KEPT_ROOTS:  # the least recently opened goes
+            _drop(_kept.pop(next(iter(_kept))))
+    return fresh
+
+
+def _release_root(kept: _KeptRoot) -> None:
+    with _kept_lock:
+        kept.users -= 1
+        if kept.dropped and kept.users == 0:
+            os.close(kept.fd)
+
+
+def _forget_kept_roots() -> None:
+    """In a forked child: its own lock, no descriptor shared with the parent's bookkeeping."""
+    global _kept_lock
+    _kept_lock = threading.Lock()
+    for kept in _kept.values():
+        try:
+            os.close(kept.fd)
+        except OSError:
+            pass
+    _kept.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_kept_roots)
+
+
+def _beneath_root(root: str, rel: str, flags: int) -> int | None:
+    """:func:`_beneath` from ``root``'s kept descriptor."""
+    kept = _acquire_root(root)
+    try:
+        return _beneath(kept.fd, rel, flags)
+    finally:
+        _release_root(kept)
+
+
 def _walk(root: str, parts: list[str], create: bool) -> int:
     """A descriptor of ``root/parts...`` reached without following a link below the root:
     one ``openat2`` when it can, else component by component (:func:`_walk_each`)."""
     if parts and _OPENAT2 is not None and "." not in parts and ".." not in parts:
-        rfd = _open_root(root)
-        try:
-            fd = _beneath(rfd, "/".join(parts), DIR_FLAGS)
-        finally:
-            os.close(rfd)
+        fd = _beneath_root(root, "/".join(parts), DIR_FLAGS)
         if fd is not None:
             return fd
     return _walk_each(root, parts, create)
@@ -231,11 +332,7 @@ def open_file(path: Path) -> int:
     where = split_under_root(path)
     if where is not None and len(where[1]) > 1 and _OPENAT2 is not None and path.name == where[1][-1] \
             and "." not in where[1] and ".." not in where[1]:
-        rfd = _open_root(where[0])
-        try:
-            fd = _beneath(rfd, "/".join(where[1]), FILE_FLAGS)
-        finally:
-            os.close(rfd)
+        fd = _beneath_root(where[0], "/".join(where[1]), FILE_FLAGS)
         if fd is not None:
             return fd
     with folder(path.parent) as dfd:

@@ -28,6 +28,7 @@ import re
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.bigtext import LARGE_CHARS, newline_bounds
 from kbwatch.pipeline.errors import PermanentError
+from kbwatch.pipeline.fsutil import read_all
 from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 
 from kbwatch.plugins.parsing.common import decode_bytes, fenced, md_table
@@ -61,7 +62,7 @@ def kb_parser_info():
 
 @hookimpl
 def kb_parse(path, ext, settings):
-    text, encoding = decode_bytes(path.read_bytes(), path.name)  # the bytes are freed on return
+    text, encoding = decode_bytes(read_all(path), path.name)  # the bytes are freed on return
     text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")  # no copy when nothing changes
     large = len(text) > LARGE_CHARS
     title = None

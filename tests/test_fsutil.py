@@ -65,3 +65,41 @@ def test_fsync_paths_with_and_without_syncfs(tmp_path, no_syncfs):
                          cwd=Path(__file__).resolve().parents[1], timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_raw_out_writes_small_and_large_pieces_in_order(tmp_path):
+    from kbwatch.pipeline.fsutil import RawOut
+
+    pieces = [b"a" * 10, b"b" * (RawOut.BUFFER - 5), b"c" * 3, b"d" * (3 * RawOut.BUFFER), b"", b"e"]
+    target = tmp_path / "out.bin"
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with RawOut(fd) as out:
+        assert [out.write(p) for p in pieces] == [len(p) for p in pieces]
+        out.flush()
+        assert os.fstat(out.fileno()).st_size == sum(map(len, pieces))
+    assert target.read_bytes() == b"".join(pieces)
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed by the with
+
+
+def test_atomic_write_with_through_the_raw_writer_below_a_root(tmp_path):
+    from kbwatch.pipeline import confine
+    from kbwatch.pipeline.fsutil import atomic_write_with
+
+    root = tmp_path / "kb"
+    (root / "p").mkdir(parents=True)
+    confine.register_root(root)
+    parts = [("x" * 1000 + "\n").encode()] * 200
+    assert atomic_write_with(root / "p" / "f.md", lambda fh: sum(fh.write(p) for p in parts)) == 200 * 1001
+    assert (root / "p" / "f.md").read_bytes() == b"".join(parts)
+    assert [p.name for p in (root / "p").iterdir()] == ["f.md"]  # no temp file left
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, 3 * 1024 * 1024 + 7])
+def test_read_all_reads_what_read_bytes_reads(tmp_path, size):
+    from kbwatch.pipeline.fsutil import read_all
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(os.urandom(size))
+    assert read_all(path) == path.read_bytes()
+    assert read_all(str(path)) == path.read_bytes()

@@ -187,3 +187,33 @@ def test_what_a_service_session_keeps_per_ingested_document_is_bounded(ingested)
     rows = [line for line in (project / "project.md").read_text(encoding="utf-8").splitlines()
             if line.startswith("| ") and "note-" in line]
     assert len(rows) == 400
+
+
+def test_active_paths_follow_every_change_and_decode_a_written_entry_once(monkeypatch):
+    """The navigation files are rewritten at every commit from ``active_paths``: it must say what
+    ``active_files`` says after adds, new versions, removals and writes (dumps), while decoding
+    an entry already written once only, not at every commit."""
+    m = Manifest.new("p", "2026-01-01T00:00")
+
+    def expected():
+        return [(f["parsed"], f["ext"]) for f in m.active_files()]
+
+    for i in range(30):
+        m.add_version(f"d{i}.md", ".md", f"parsed/d{i}.md", f"archive/d{i}_202601010000.md", f"{i:064x}",
+                      "2026-01-01T00:00")
+    assert m.active_paths() == expected()
+    m.dumps()  # every entry is bytes now
+    assert m.active_paths() == expected()
+    m.mark_removed("d3.md", "2026-01-01T00:01")
+    m.add_version("d4.md", ".md", "parsed/d4.md", "archive/d4_202601010001.md", "f" * 64, "2026-01-01T00:01")
+    assert m.active_paths() == expected() and ("parsed/d3.md", ".md") not in m.active_paths()
+    m.dumps()
+    assert m.active_paths() == expected()
+
+    import kbwatch.pipeline.formats.manifest as manifest_mod
+
+    decoded = []
+    real = manifest_mod.json.loads
+    monkeypatch.setattr(manifest_mod.json, "loads", lambda raw, *a, **k: decoded.append(raw) or real(raw, *a, **k))
+    assert m.active_paths() == [(f"parsed/d{i}.md", ".md") for i in range(30) if i != 3]
+    assert decoded == []  # nothing changed since the last call: nothing decoded

@@ -325,3 +325,67 @@ def test_ties_rank_by_path_whatever_the_ingest_order(tmp_path):
     assert orders[0] == orders[1]
     assert orders[0][0] == [f"parsed/{n}.md" for n in sorted(names)]
     assert orders[0][1] == ["parsed/alpha.md", "parsed/beta.md"]
+
+
+def _postings(ix, project="p"):
+    pid = ix._project_id(project, create=False)
+    return [(term, bytes(ids), bytes(tfs), bytes(lens)) for term, ids, tfs, lens in ix._db.execute(
+        "SELECT term, ids, tfs, lens FROM postings WHERE project_id=? ORDER BY term", (pid,))]
+
+
+@pytest.mark.parametrize("page", [1, 3, 50])
+def test_a_merge_read_in_pages_writes_what_a_merge_in_one_read_writes(tmp_path, monkeypatch, page):
+    """The merge reads the merged segments a page of rows at a time (bounded memory, issue 12):
+    pages that end inside a term, a term filling a page, removed chunks: the same postings."""
+    import kbwatch.plugins.retrieval.index as index_mod
+
+    def build(where, page_rows):
+        monkeypatch.setattr(index_mod, "MERGE_PAGE_ROWS", page_rows)
+        ix = SearchIndex(where)
+        for i in range(MERGE_FACTOR * 3):  # one segment a batch; shared terms in every one
+            with ix.batch():
+                ix.upsert_document("p", f"parsed/d{i}.md", f"d{i}",
+                                   parsed(f"d{i}", f"gateway billing term{i} term{i % 3} 网关 限流 {i}"))
+        with ix.batch():
+            ix.remove_document("p", "parsed/d2.md")
+            ix.upsert_document("p", "parsed/d5.md", "d5", parsed("d5", "rewritten gateway text"))
+        ix.optimize("p")
+        got = _postings(ix), [paths(ix.search("p", q, limit=20)) for q in ("gateway", "term1", "网关", "rewritten")]
+        segs = ix._db.execute("SELECT count(*) FROM segments").fetchone()[0]
+        ix.close()
+        return got, segs
+
+    paged, segs = build(tmp_path / "paged.sqlite3", page)
+    whole, _ = build(tmp_path / "whole.sqlite3", 10**9)
+    assert segs == 1
+    assert paged == whole
+    assert "parsed/d2.md" not in paged[1][0] and "parsed/d5.md" in paged[1][3]
+
+
+def test_a_merge_holds_a_page_of_postings_not_all_of_them(tmp_path):
+    """A merge of ~44,000 posting rows (three segments of 50 documents, 300 mostly distinct
+    terms each) once peaked at ~20 MB of Python objects, all rows and all merged rows held at
+    once; read a page at a time it stays under a few MB."""
+    import random
+    import tracemalloc
+
+    ix = SearchIndex(tmp_path / "s.sqlite3")
+    rng = random.Random(1)
+    for b in range(MERGE_FACTOR - 1):  # one short of an automatic merge: optimize() merges them
+        with ix.batch():
+            for i in range(50):
+                words = " ".join(f"w{rng.randrange(200_000)}" for _ in range(300))
+                ix.upsert_document("p", f"parsed/b{b}d{i}.md", f"d{i}", f"# d{i}\n\n{words}\n")
+    assert ix.stats("p")["segments"] == MERGE_FACTOR - 1
+    rows = ix._db.execute("SELECT count(*) FROM postings").fetchone()[0]
+    assert rows > 40_000
+    tracemalloc.start()
+    try:
+        ix.optimize("p")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert ix.stats("p")["segments"] == 1
+    assert ix._db.execute("SELECT count(*) FROM postings").fetchone()[0] < rows
+    assert peak < 8_000_000, f"merge peak {peak / 1e6:.1f} MB"
+    ix.close()

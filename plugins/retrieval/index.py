@@ -73,6 +73,7 @@ LEAD_WEIGHT, LEAD_DECAY = 3.0, 3.0
 LEAD_WEIGHT_WORD = 0.0
 TITLE_WEIGHT = 0.5
 MERGE_FACTOR = 4
+MERGE_PAGE_ROWS = 4096  # posting rows a merge reads at a time
 
 _ID = np.dtype("<i8")
 _F = np.dtype("<f4")
@@ -728,13 +729,13 @@ class SearchIndex:
         new_seg = self._db.execute(
             "INSERT INTO segments (project_id, n_postings, n_chunks) VALUES (?,0,0)", (pid,)
         ).lastrowid
-        rows = self._db.execute(
-            f"SELECT term, ids, tfs, lens FROM postings WHERE project_id=? AND seg_id IN ({qs}) ORDER BY term, seg_id",
-            (pid, *seg_ids),
-        )
-        out = []
-        n_post = 0
-        cur_term, parts = None, []
+        # read a page of rows at a time, in term order (the primary key's), and write each page's
+        # merged rows before reading the next: a merge of the whole project once held every row of
+        # the merged segments and every merged row as Python objects at once (+60 MB of small
+        # objects at 3,000 documents), and the heap kept that peak (issue 12, the soak's steps)
+        page_sql = (f"SELECT term, ids, tfs, lens FROM postings WHERE project_id=? AND seg_id IN ({qs}) "
+                    "AND term > ? ORDER BY term, seg_id LIMIT ?")
+        out: list = []
 
         def emit(term, parts):
             ids = np.concatenate([np.frombuffer(p[0], dtype=_ID) for p in parts])
@@ -747,16 +748,33 @@ class SearchIndex:
                 out.append((pid, term, new_seg, ids.tobytes(), tfs.tobytes(), lens.tobytes()))
             return ids.size
 
-        for term, ids, tfs, lens in rows.fetchall():
-            if term != cur_term and parts:
+        n_post = 0
+        last = ""  # every term is longer: the first page starts at the first term
+        while True:
+            rows = self._db.execute(page_sql, (pid, *seg_ids, last, MERGE_PAGE_ROWS)).fetchall()
+            if not rows:
+                break
+            if len(rows) == MERGE_PAGE_ROWS:  # the page may end inside its last term: that term goes whole next time
+                cut = rows[-1][0]
+                whole = [r for r in rows if r[0] != cut]
+                rows = whole or self._db.execute(  # one term filled the page: read all of it
+                    f"SELECT term, ids, tfs, lens FROM postings WHERE project_id=? AND seg_id IN ({qs}) "
+                    "AND term = ? ORDER BY seg_id", (pid, *seg_ids, cut)).fetchall()
+            out = []
+            cur_term, parts = None, []
+            for term, ids, tfs, lens in rows:
+                if term != cur_term and parts:
+                    n_post += emit(cur_term, parts)
+                    parts = []
+                cur_term = term
+                parts.append((ids, tfs, lens))
+            if parts:
                 n_post += emit(cur_term, parts)
-                parts = []
-            cur_term = term
-            parts.append((ids, tfs, lens))
-        if parts:
-            n_post += emit(cur_term, parts)
+            last = rows[-1][0]
+            del rows, parts
+            # the new rows carry the new segment's id: the next page's query never reads them
+            self._db.executemany("INSERT INTO postings VALUES (?,?,?,?,?,?)", out)
         self._db.execute(f"DELETE FROM postings WHERE project_id=? AND seg_id IN ({qs})", (pid, *seg_ids))
-        self._db.executemany("INSERT INTO postings VALUES (?,?,?,?,?,?)", out)
         self._db.execute(f"DELETE FROM deleted WHERE project_id=? AND seg_id IN ({qs})", (pid, *seg_ids))
         self._db.execute(f"UPDATE chunks SET seg_id=? WHERE project_id=? AND seg_id IN ({qs})", (new_seg, pid, *seg_ids))
         n_chunks = self._db.execute("SELECT count(*) FROM chunks WHERE seg_id=?", (new_seg,)).fetchone()[0]

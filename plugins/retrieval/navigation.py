@@ -118,14 +118,13 @@ def write_folder_files(project: Path, folders: set[str], manifest: Manifest, pur
     """
     sizes = {} if sizes is None else sizes
     entries = []
-    for f in manifest.active_files():
-        rel = f["parsed"]
+    for rel, ext in manifest.active_paths():
         if rel not in sizes:
             try:
                 sizes[rel] = os.stat(os.path.join(project, rel)).st_size
             except OSError:
                 continue
-        entries.append((rel, f["ext"], sizes[rel]))
+        entries.append((rel, ext, sizes[rel]))
     tree = folder_tree(entries)
     todo: set[str] = set()
     for folder in folders:

@@ -32,6 +32,9 @@ def _render(entry: dict) -> bytes:
     return text.encode("utf-8", _UTF8)
 
 
+_EXTS: dict[str, str] = {}  # one string per extension, shared by every entry's memo (active_paths)
+
+
 class Manifest:
     def __init__(self, data: dict[str, Any]):
         # the top-level keys in file order ("files" holds its place, its value is _entries)
@@ -39,7 +42,7 @@ class Manifest:
         # name -> the entry: rendered bytes, or a dict (just loaded, or changed since the last dumps)
         self._entries: dict[str, bytes | dict] = {f["name"]: f for f in data["files"]}
         self._removed: set[str] = {f["name"] for f in data["files"] if f.get("removed")}
-        self._paths_memo: dict[str, tuple[bytes, tuple[str, str] | None]] = {}
+        self._paths_memo: dict[str, tuple[bytes, str | None, str]] = {}  # name -> (entry, parsed, ext)
 
     # -- io --------------------------------------------------------------
     @classmethod
@@ -105,7 +108,7 @@ class Manifest:
         """``(parsed, ext)`` of every document not removed, in file order. The navigation files are
         rewritten at every commit from this: an entry already written (bytes) is decoded once, not
         at every commit (decoding every entry made ~1 KB of short-lived objects per document per
-        commit, issue 12)."""
+        commit, issue 12); what is kept for it is its parsed path (~100 bytes a document)."""
         memo, fresh = self._paths_memo, {}
         out = []
         for name, entry in self._entries.items():
@@ -113,13 +116,12 @@ class Manifest:
                 hit = memo.get(name)
                 if hit is None or hit[0] is not entry:
                     f = json.loads(entry)
-                    hit = (entry, None if f.get("removed") else (f["parsed"], f["ext"]))
+                    hit = (entry, None, "") if f.get("removed") else (entry, f["parsed"], _EXTS.setdefault(f["ext"], f["ext"]))
                 fresh[name] = hit
-                value = hit[1]
-            else:  # being changed in this batch: read as it is now
-                value = None if entry.get("removed") else (entry["parsed"], entry["ext"])
-            if value is not None:
-                out.append(value)
+                if hit[1] is not None:
+                    out.append((hit[1], hit[2]))
+            elif not entry.get("removed"):  # being changed in this batch: read as it is now
+                out.append((entry["parsed"], entry["ext"]))
         self._paths_memo = fresh
         return out
 

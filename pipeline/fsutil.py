@@ -66,7 +66,8 @@ def _confined_folder(path: Path) -> int | None:
     return confine.open_dir_if_confined(path.parent, create=True)
 
 
-def _write_all(fd: int, data) -> None:
+def write_all(fd: int, data) -> None:
+    """Write all of ``data`` (bytes-like) to the descriptor ``fd`` (``os.write`` may write less)."""
     with memoryview(data) as view:
         while view:
             view = view[os.write(fd, view):]
@@ -91,12 +92,12 @@ class RawOut:
             self._buf += data
         else:
             self.flush()
-            _write_all(self._fd, data)
+            write_all(self._fd, data)
         return n
 
     def flush(self) -> None:
         if self._buf:
-            _write_all(self._fd, self._buf)
+            write_all(self._fd, self._buf)
             self._buf.clear()
 
     def fileno(self) -> int:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbwatch.pipeline import confine
+from kbwatch.pipeline.fsutil import write_all
 from kbwatch.pipeline.sources import file_refusal
 
 CHUNK = 1024 * 1024
@@ -105,9 +106,7 @@ def _copy(fd: int, snapshot: Path, st: os.stat_result) -> tuple[str, int]:
         try:
             while chunk := os.read(fd, CHUNK):
                 h.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(out, view):]
+                write_all(out, chunk)
                 copied += len(chunk)
             # the archive copy is this file (hard link): give it the source's mode and times
             os.chmod(out, stat.S_IMODE(st.st_mode) | stat.S_IRUSR)

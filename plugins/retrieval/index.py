@@ -733,8 +733,8 @@ class SearchIndex:
         # merged rows before reading the next: a merge of the whole project once held every row of
         # the merged segments and every merged row as Python objects at once (+60 MB of small
         # objects at 3,000 documents), and the heap kept that peak (issue 12, the soak's steps)
-        page_sql = (f"SELECT term, ids, tfs, lens FROM postings WHERE project_id=? AND seg_id IN ({qs}) "
-                    "AND term > ? ORDER BY term, seg_id LIMIT ?")
+        rows_of = f"SELECT term, ids, tfs, lens FROM postings WHERE project_id=? AND seg_id IN ({qs}) "
+        page_sql = rows_of + "AND term > ? ORDER BY term, seg_id LIMIT ?"
         out: list = []
 
         def emit(term, parts):
@@ -758,8 +758,7 @@ class SearchIndex:
                 cut = rows[-1][0]
                 whole = [r for r in rows if r[0] != cut]
                 rows = whole or self._db.execute(  # one term filled the page: read all of it
-                    f"SELECT term, ids, tfs, lens FROM postings WHERE project_id=? AND seg_id IN ({qs}) "
-                    "AND term = ? ORDER BY seg_id", (pid, *seg_ids, cut)).fetchall()
+                    rows_of + "AND term = ? ORDER BY seg_id", (pid, *seg_ids, cut)).fetchall()
             out = []
             cur_term, parts = None, []
             for term, ids, tfs, lens in rows:

@@ -19,8 +19,10 @@ def engine():
     """The scanning engine, imported on first use (the import lock makes this thread-safe)."""
     global _engine
     if _engine is None:
-        from kbwatch.plugins.scanning import injection_scan
+        from kbwatch.plugins.scanning.build_cache import cached_build
 
+        with cached_build("injection"):  # its patterns and plans as an earlier process made them
+            from kbwatch.plugins.scanning import injection_scan
         _engine = injection_scan
     return _engine
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,17 @@ FIXTURES = REPO / "tests" / "fixtures"
 INGEST_FIXTURES = FIXTURES / "ingest"
 
 os.environ.setdefault("KBWATCH_DISABLE_ENTRYPOINTS", "1")  # tests load plugins explicitly
+
+# the scanner's build cache (kbwatch.plugins.scanning.build_cache) for this run only, shared by
+# the xdist workers (they inherit the environment) and every subprocess; never the user's own
+_MADE_CACHE = None
+if "KBWATCH_CACHE_DIR" not in os.environ:
+    _MADE_CACHE = os.environ["KBWATCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="kbwatch-test-cache-")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _MADE_CACHE and not hasattr(session.config, "workerinput"):
+        shutil.rmtree(_MADE_CACHE, ignore_errors=True)
 
 
 def shared_or_skip(*parts: str) -> Path:

@@ -15,7 +15,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["by_first_char"]
+__all__ = ["by_first_char", "longest_first"]
+
+
+def longest_first(words) -> list[str]:
+    """``words`` longest first, equal lengths in code-point order: an alternation built from a set
+    is then the same text in every process (sorting by length alone left ties in the set's
+    hash order, which changes with each process; :mod:`.build_cache` finds a pattern by its text)."""
+    return sorted(words, key=lambda w: (-len(w), w))
 
 _SPECIAL = set("\\()[]{}.*+?^$|")
 _QUANT = set("*+?{")

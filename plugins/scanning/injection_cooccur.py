@@ -25,6 +25,7 @@ import re
 from itertools import islice
 
 from . import injection_frames as FR
+from .alternation import longest_first
 
 __all__ = ["hits"]
 
@@ -123,7 +124,7 @@ def _words(classes: list[str], table: dict) -> list[str]:
 
 
 def _alt(words) -> re.Pattern:
-    return re.compile("|".join(sorted({re.escape(w) for w in words}, key=len, reverse=True)))
+    return re.compile("|".join(longest_first({re.escape(w) for w in words})))
 
 
 _MODEL_RE = _alt(_MODEL_ONLY)

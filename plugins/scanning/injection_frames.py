@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 
+from kbwatch.plugins.scanning.alternation import longest_first
+
 F = re.MULTILINE
 
 
@@ -64,7 +66,7 @@ def _alt(words) -> str:
             out.update(expand_leading(w))
         else:
             out.add(re.escape(w))
-    return "(?:" + "|".join(sorted(out, key=len, reverse=True)) + ")"
+    return "(?:" + "|".join(longest_first(out)) + ")"
 
 
 # ------------------------------------------------------------------ Chinese tables

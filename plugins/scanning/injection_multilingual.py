@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from kbwatch.plugins.scanning.alternation import longest_first
+
 _ACC = {"a": "aàáâãä", "e": "eéèêë", "i": "iíìîï", "o": "oóòôõö", "u": "uúùûü", "c": "cç", "n": "nñ", "ss": "ss|ß"}
 _FOLD = {ch: base for base, chars in _ACC.items() if base != "ss" for ch in chars}
 
@@ -43,7 +45,7 @@ def _w(word: str) -> str:
 
 
 def _alt(words) -> str:
-    return "(?:" + "|".join(_w(x) for x in sorted(set(words), key=len, reverse=True)) + ")"
+    return "(?:" + "|".join(_w(x) for x in longest_first(set(words))) + ")"
 
 
 _GAP = r"(?:\s+[^\s.!?;:]+){0,3}?\s+"  # up to three words in between (same sentence)
@@ -219,7 +221,7 @@ def frames() -> list[tuple[str, str, str, str, str]]:
 
 
 FRAMES = frames()
-_NEG = re.compile(r"(?:^|[\s,'’])(?:" + "|".join(sorted({_w(n) for t in LANGS.values() for n in t["neg"]}, key=len, reverse=True))
+_NEG = re.compile(r"(?:^|[\s,'’])(?:" + "|".join(longest_first({_w(n) for t in LANGS.values() for n in t["neg"]}))
                   + r")\s*$")
 _NEG_AFTER = re.compile(r"^\S*\s+(?:pas|plus|jamais|nicht|niemals)\b")
 _NEG_INSIDE = re.compile(r"\b(?:nicht|niemals|nie|keine?)\b")  # German verb-last: "die Anweisungen nicht ignorieren"

@@ -25,6 +25,7 @@ Frames use the 5-tuple format of ``injection_frames`` and run on the same normal
 from __future__ import annotations
 
 
+from .alternation import longest_first
 from .injection_frames import expand_leading
 
 _W = r"[^.!?\n]"  # within one sentence (English)
@@ -32,7 +33,7 @@ _S = r"[^。！？!?\n]"  # within one sentence (Chinese)
 
 
 def _alt(words) -> str:
-    return "(?:" + "|".join(sorted({x for w in words for x in expand_leading(w)}, key=len, reverse=True)) + ")"
+    return "(?:" + "|".join(longest_first({x for w in words for x in expand_leading(w)})) + ")"
 
 
 # ------------------------------------------------------------------ English tables

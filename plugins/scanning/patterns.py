@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import heapq
 import re
+import sys
 from array import array
 from itertools import compress
 
+from . import required
+from .build_cache import remember, source_digest
 from .required import required_literals
 
 # above this many characters, candidate positions are kept in arrays of ints (no int object per
@@ -18,6 +21,9 @@ def _list(_typecode: str) -> list:
     return []
 
 __all__ = ['PatternSet', 'chunks', 'exact_anchors', 'literal_anchors', 'may_match']
+
+# what a kept plan (build_cache.remember) depends on besides its patterns: the code that made it
+_ANALYSIS = source_digest(sys.modules[__name__], required)
 
 # --------------------------------------------------------------------------
 # literal anchors: skip a regex on text that cannot match it
@@ -334,15 +340,8 @@ class AnchorScan:
 
     def __init__(self, table: dict[str, list[int]], word: bool):
         self.table = table
-        firsts = sorted({k[0] for k in table})
-        size = max(8, round(len(firsts) ** 0.5))
-        parts = []
-        for j in range(0, len(firsts), size):
-            group = set(firsts[j:j + size])
-            trie = _trie_source([k for k in table if k[0] in group])
-            parts.append(_char_class(group) + "(?<=(?=(" + trie + ")).)")
-        lead = r"(?<![a-z].)" if word else ""
-        self._rx = re.compile(_char_class(firsts) + lead + "(?<=(?:" + "|".join(parts) + "))", re.S)
+        source = remember("anchor-scan", [_ANALYSIS, word, list(table)], lambda: _anchor_source(table, word))
+        self._rx = re.compile(source, re.S)
         self._cache: dict[str, tuple[int, ...]] = {}
 
     def ids(self, raw: str) -> tuple[int, ...]:
@@ -368,8 +367,54 @@ class AnchorScan:
             yield m.start(), (got if got is not None else ids(raw))
 
 
+def _anchor_source(table: dict[str, list[int]], word: bool) -> str:
+    """The regex of an :class:`AnchorScan` over ``table``'s keys."""
+    firsts = sorted({k[0] for k in table})
+    size = max(8, round(len(firsts) ** 0.5))
+    parts = []
+    for j in range(0, len(firsts), size):
+        group = set(firsts[j:j + size])
+        trie = _trie_source([k for k in table if k[0] in group])
+        parts.append(_char_class(group) + "(?<=(?=(" + trie + ")).)")
+    lead = r"(?<![a-z].)" if word else ""
+    return _char_class(firsts) + lead + "(?<=(?:" + "|".join(parts) + "))"
+
+
 def _char_class(chars) -> str:
     return "[" + "".join(re.escape(c) for c in sorted(chars)) + "]"
+
+
+def _plan(patterns: list[re.Pattern]) -> dict:
+    """Which prefixes gate which pattern of a :class:`PatternSet` (see its docstring): ``word``
+    and ``char`` map a prefix to the indexes of the patterns it opens, ``always`` lists the
+    patterns run over the whole text and ``needs`` the literals each of those needs."""
+    word: dict[str, list[int]] = {}
+    char: dict[str, list[int]] = {}
+    always: list[int] = []
+    for i, pat in enumerate(patterns):
+        data = _parsed(pat)
+        word_mode = data is not None and _starts_at_boundary(data)
+        # (a pattern that may match the empty string, or whose anchors stop at one letter,
+        # keeps the short prefixes)
+        anchors = symbol_anchors(pat) if data is not None and _min_width(data) > 0 else None
+        if anchors is not None and any(len(a) == 1 and a.isascii() and a.isalnum() for a in anchors):
+            anchors = None
+        if anchors is None:  # the short prefixes, white space after the first character as WS
+            short = literal_anchors(pat, min_len=1, space=True)
+            anchors = None if short is None else tuple(sorted({_symbols(a) for a in short}))
+        if anchors is not None and not word_mode and any(len(a) == 1 and a.isascii() and a.isalnum() for a in anchors):
+            anchors = None  # a one-letter prefix anywhere would gate nothing
+        if anchors is None:
+            always.append(i)
+        elif word_mode:
+            # letter prefixes are looked up at word starts, others by the character scan
+            for a in anchors:
+                (word if "a" <= a[0] <= "z" else char).setdefault(a, []).append(i)
+        else:
+            for a in anchors:
+                char.setdefault(a, []).append(i)
+    return {"word": word, "char": char, "always": always,
+            "needs": [required_literals(patterns[i]) for i in always]}
 
 
 class PatternSet:
@@ -400,37 +445,18 @@ class PatternSet:
 
     def __init__(self, patterns: list[re.Pattern]):
         self.patterns = list(patterns)
-        self.word: dict[str, list[int]] = {}
-        self.char: dict[str, list[int]] = {}
-        self.always: list[int] = []
-        for i, pat in enumerate(self.patterns):
-            data = _parsed(pat)
-            word_mode = data is not None and _starts_at_boundary(data)
-            # (a pattern that may match the empty string, or whose anchors stop at one letter,
-            # keeps the short prefixes)
-            anchors = symbol_anchors(pat) if data is not None and _min_width(data) > 0 else None
-            if anchors is not None and any(len(a) == 1 and a.isascii() and a.isalnum() for a in anchors):
-                anchors = None
-            if anchors is None:  # the short prefixes, white space after the first character as WS
-                short = literal_anchors(pat, min_len=1, space=True)
-                anchors = None if short is None else tuple(sorted({_symbols(a) for a in short}))
-            if anchors is not None and not word_mode and any(len(a) == 1 and a.isascii() and a.isalnum() for a in anchors):
-                anchors = None  # a one-letter prefix anywhere would gate nothing
-            if anchors is None:
-                self.always.append(i)
-            elif word_mode:
-                # letter prefixes are looked up at word starts, others by the character scan
-                for a in anchors:
-                    (self.word if "a" <= a[0] <= "z" else self.char).setdefault(a, []).append(i)
-            else:
-                for a in anchors:
-                    self.char.setdefault(a, []).append(i)
+        # worked out once and kept between processes (build_cache: ~1 s of the engine's build)
+        plan = remember("pattern-set", [_ANALYSIS, [(p.pattern, p.flags) for p in self.patterns]],
+                        lambda: _plan(self.patterns))
+        self.word: dict[str, list[int]] = plan["word"]
+        self.char: dict[str, list[int]] = plan["char"]
+        self.always: list[int] = plan["always"]
         self._word_scan = AnchorScan(self.word, word=True) if self.word else None
         self._char_scan = AnchorScan(self.char, word=False) if self.char else None
         self.shared_scan = None  # (WordScan, index) when a WordScan walks the word starts for this set
         self._always = set(self.always)
         # a pattern run over the whole text is first looked for by the literals it needs
-        self._needs = {i: required_literals(self.patterns[i]) for i in self.always}
+        self._needs = dict(zip(self.always, plan["needs"]))
 
     def _word_candidates(self, text: str) -> list:
         """Positions per pattern (index-aligned) where a word start holds one of its prefixes

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What a command costs to start: wall and CPU of ``kbwatch --help``, ``status`` and ``ask``.
+"""What a command costs to start: wall and CPU of ``kbwatch --help``, ``status``, ``ask`` and ``scan``.
 
 Every CLI command, the MCP server and each parse worker register every built-in plugin, so
 whatever a plugin does at import is paid by each of them. This runs the real CLI
@@ -29,6 +29,8 @@ COMMANDS = {
     "--help": ["--help"],
     "status": ["status", "--root", "{root}"],
     "ask": ["ask", "demo", "backup snapshots", "--root", "{root}"],
+    # one small file: the injection engine's build is most of it (see plugins/scanning/build_cache.py)
+    "scan": ["scan", "{probe}", "--root", "{root}"],
 }
 
 
@@ -55,6 +57,7 @@ def make_root(pythonpath: str, where: Path) -> Path:
     (root / "demo" / "sources" / "notes.md").write_text(
         "# Backups\n\nThe backup job keeps thirty daily snapshots.\n", encoding="utf-8")
     run(pythonpath, ["ingest", "--root", str(root)])
+    (where / "probe.md").write_text("# Minutes\n\nWe agreed to move the review to Friday.\n", encoding="utf-8")
     return root
 
 
@@ -70,7 +73,7 @@ def main(argv=None) -> int:
             order = args.paths if rnd % 2 == 0 else list(reversed(args.paths))
             for p in order:
                 for name, cmd in COMMANDS.items():
-                    res[p][name].append(run(p, [a.format(root=root) for a in cmd]))
+                    res[p][name].append(run(p, [a.format(root=root, probe=Path(tmp) / "probe.md") for a in cmd]))
     load = os.getloadavg()
     print(f"command start-up, median of {args.rounds} alternated rounds (load average {load[0]:.2f} {load[1]:.2f})")
     print("| checkout | " + " | ".join(f"{c} wall / CPU" for c in COMMANDS) + " |")

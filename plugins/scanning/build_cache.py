@@ -58,7 +58,7 @@ MAX_BYTES = 64 * 1024 * 1024
 _HEADER = struct.Struct("<Q")
 _usable = (_compiler is not None and hasattr(_compiler, "_code") and getattr(_sre, "CODESIZE", 0) == 4
            and array("I").itemsize == 4)
-_lock = threading.Lock()  # one block at a time patches ``re.compile``
+_lock = threading.RLock()  # one thread's blocks at a time patch ``re.compile`` (a block may nest)
 _active: dict[int, "_Session"] = {}  # thread id -> its open session
 
 
@@ -168,6 +168,7 @@ class _Session:
         self.thread = threading.get_ident()
         self.known, self.plans = _read(path) if path is not None else ({}, {})
         self.used: dict[tuple[str, int], tuple] = {}
+        self.objects: dict[tuple[str, int], re.Pattern] = {}  # what the block compiled, as ``re``'s own cache does
         self.plans_used: dict[str, object] = {}
         self.served = self.compiled = self.planned = 0
 
@@ -176,6 +177,13 @@ class _Session:
             return self.real(pattern, flags)
         flags = int(flags)
         key = (pattern, flags)
+        done = self.objects.get(key)
+        if done is not None:
+            return done
+        self.objects[key] = done = self._compile(pattern, flags, key)
+        return done
+
+    def _compile(self, pattern: str, flags: int, key: tuple[str, int]):
         got = self.known.get(key)
         if got is not None:
             final, code, groups, groupindex, indexgroup = got
@@ -219,13 +227,17 @@ def cached_build(name: str):
             yield session
             return
         me = threading.get_ident()
+        outer = _active.get(me)
         _active[me] = session
         re.compile = session.compile
         try:
             yield session
         finally:
             re.compile = real
-            _active.pop(me, None)
+            if outer is None:
+                _active.pop(me, None)
+            else:
+                _active[me] = outer
     if path is not None and (session.compiled or session.planned):
         _write(path, session.used, session.plans_used)
 

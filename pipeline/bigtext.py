@@ -10,11 +10,8 @@ runner threads stop. This module owns the pieces they use instead:
   (smaller texts keep the plain ones: their copies are cheap);
 - :func:`newline_bounds`: where the text is once its surrounding newlines
   are stripped, without copying it;
-- :func:`windows`: 256 K-character windows with overlap, cut at line breaks when
-  the text has them (anywhere for single-line text). Each regex call of a scanner
-  holds the GIL for the length of its window: with 1 Mi-character windows the
-  heartbeat of a service on a slow 2-core machine went 2.4–2.5 s stale (its target
-  is 2 s) while a 100 MB text was scanned; with 256 K, 1.7 s (``bench/memory.py``);
+- :func:`windows`: ~1 MB windows with overlap, cut at line breaks when the
+  text has them (anywhere for single-line text);
 - :func:`first_lines`: the lines of a bounded prefix;
 - :func:`write_parts_atomic`: write str parts through a temp file + rename,
   encoding ~1 MB at a time.
@@ -28,7 +25,7 @@ from typing import Iterable, Iterator, NamedTuple
 from kbwatch.pipeline.fsutil import atomic_write_with
 
 LARGE_CHARS = 1 << 20  # 1 Mi characters
-WINDOW_CHARS = 1 << 18  # 256 Ki characters: see windows above
+WINDOW_CHARS = 1 << 20
 WINDOW_OVERLAP = 4096
 ENCODE_CHARS = 1 << 20
 

@@ -30,7 +30,7 @@ DOCUMENT_RULES = frozenset({"format.repeated-line", "format.replacement-chars", 
 def run_scanners(plugins, document, settings) -> list:
     """All findings of all scanners, minus what the config allowlists, in text order.
 
-    A text over ``LARGE_CHARS`` is scanned in 256 K-character windows (see :func:`_scan_windows`).
+    A text over ``LARGE_CHARS`` is scanned in ~1 MB windows (see :func:`_scan_windows`).
     """
     opts = scan_options(settings)
     text = document.markdown or ""
@@ -93,7 +93,7 @@ def scanner_error(scanner: str, exc: BaseException) -> Finding:
 def _scan_windows(plugins, document, text: str, settings) -> list:
     """Every scanner over bounded windows of a large text (kbwatch.pipeline.bigtext.windows).
 
-    Each scanner sees a 256 K-character window plus a few KB of context on each side, so its regexes and
+    Each scanner sees ~1 MB plus a few KB of context on each side, so its regexes and
     normalised views stay small and other threads run between windows. A finding is kept
     by the window that owns its start; offsets, lines and columns are moved to the whole
     text. ``document.metadata["scan_window"]`` tells scanners the window's offset and the

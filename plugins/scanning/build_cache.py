@@ -163,7 +163,6 @@ class _Session:
     """One :func:`cached_build` block: serves, compiles, remembers what it used."""
 
     def __init__(self, path: Path | None, real):
-        self.path = path
         self.real = real
         self.thread = threading.get_ident()
         self.known, self.plans = _read(path) if path is not None else ({}, {})

@@ -195,8 +195,9 @@ def load_settings(root: Path, config_file: Path | None = None) -> dict:
         settings = merge(settings, data, source)
         files.append(source)
     _check_values(settings, overrides)
-    if settings["service"]["workers"] == 0:
-        settings["service"]["workers"] = max(1, os.cpu_count() or 1)
+    for key in ("workers", "compute_workers"):
+        if settings["service"][key] == 0:
+            settings["service"][key] = max(1, os.cpu_count() or 1)
     settings["_root"] = str(root)
     settings["_config_files"] = files
     return settings

@@ -177,6 +177,7 @@ RULES: dict[str, Rule] = {
     "service.poll_interval_seconds": positive,
     "service.rescan_seconds": at_least(0, " (0 turns the rescan off)"),
     "service.workers": at_least(0, " (0 = one per CPU core)"),
+    "service.compute_workers": at_least(0, " (0 = one per CPU core)"),
     "service.state_dir": non_empty,
     "service.heartbeat_seconds": positive,
     "service.commit_batch": at_least(1),

@@ -112,13 +112,14 @@ class RunExecutor:
     """Runs the configured stages for one job at a time (one per runner thread)."""
 
     def __init__(self, settings: dict, plugins: Any, journal: Journal, stages: list[Any],
-                 intake_dir: Path, offload: Callable[..., Any]):
+                 intake_dir: Path, offload: Callable[..., Any], compute: Any = None):
         self.settings = settings
         self.plugins = plugins
         self.journal = journal
         self.stages = stages
         self.intake = intake_dir  # private snapshots of the files being run
         self.offload = offload
+        self.compute = compute  # plain worker processes (WorkerPool) for CPU-bound work on large texts
         self._refusals: dict[str, tuple[float, str | None]] = {}
 
     def _project_refusal(self, project: Path) -> str | None:
@@ -188,7 +189,7 @@ class RunExecutor:
         ctx = RunContext(
             run_id=run_id, project=session, source=source, source_rel=source_rel, name=name, ext=ext,
             sha256=taken.sha256, size=taken.size, mtime_ns=taken.mtime_ns, settings=self.settings,
-            started_at=started, offload=self.offload, plugins=self.plugins, journal=self.journal,
+            started_at=started, offload=self.offload, compute=self.compute, plugins=self.plugins, journal=self.journal,
             content=taken.snapshot,
         )
         stage_rows: list[dict] = []

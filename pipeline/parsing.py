@@ -260,7 +260,8 @@ def isolated(info: ParserInfo, settings: dict) -> bool:
 # ------------------------------------------------------------------ worker side
 
 
-def _worker_plugins(settings: dict) -> PluginSet:
+def worker_plugins(settings: dict) -> PluginSet:
+    """In a worker process: the plugin set these settings load, built once per process."""
     key = repr((settings.get("_root"), settings["pipeline"]["plugins"], settings["pipeline"].get("disable")))
     plugins = _WORKER_PLUGINS.get(key)
     if plugins is None:
@@ -271,9 +272,14 @@ def _worker_plugins(settings: dict) -> PluginSet:
 def parse_in_worker(path: str, ext: str, settings: dict) -> ParsedDocument:
     """In a worker process: the parsers only (the caller checked the bounds; the worker
     turns an unexpected exception into ``parser error``)."""
-    return call_parsers(_worker_plugins(settings), Path(path), ext, settings)
+    return call_parsers(worker_plugins(settings), Path(path), ext, settings)
 
 
 def worker_warmup(settings: dict) -> None:
     """Run in each new worker process: load the plugins and let them warm up."""
-    _worker_plugins(settings).hook.kb_worker_started(settings=settings)
+    worker_plugins(settings).hook.kb_worker_started(settings=settings)
+
+
+def compute_warmup(settings: dict) -> None:
+    """Run in each new compute worker: load the plugins only (no parser warms up there)."""
+    worker_plugins(settings)

@@ -2,8 +2,10 @@
 
 ``Runner`` is the facade the watcher (:mod:`kbwatch.pipeline.service`) and
 ``kbwatch ingest`` (:mod:`kbwatch.pipeline.ingest`) drive; it owns only the wiring of
-the parts below and the parse executor (:mod:`kbwatch.pipeline.executors`: the
-local worker pool, or a Dask cluster; the runner does not know which). One job, top-down:
+the parts below, the parse executor (:mod:`kbwatch.pipeline.executors`: the
+local worker pool, or a Dask cluster; the runner does not know which) and the compute
+pool (plain local workers that stages may hand CPU-bound work on large texts,
+``RunContext.compute``). One job, top-down:
 
 1. :meth:`Runner.submit` queues a file, never twice at once
    (:mod:`kbwatch.pipeline.run_queue`: jobs, keys, threads, the large-text lane,
@@ -38,7 +40,7 @@ from kbwatch.pipeline.execute import REFUSAL_RECHECK_SECONDS, FinishedRun, RunEx
 from kbwatch.pipeline.executors import make_executor
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.lanes import is_large_text
-from kbwatch.pipeline.parsing import worker_warmup
+from kbwatch.pipeline.parsing import compute_warmup, worker_warmup
 from kbwatch.pipeline.plugins import PluginSet
 from kbwatch.pipeline.project import ProjectSession
 from kbwatch.pipeline.retry_policy import RETRYABLE_IN_RUN, backoff_seconds
@@ -60,12 +62,16 @@ class Runner:
         self.stages = plugins.configured_stages()
         self.intake = state_dir(settings) / "intake"  # private snapshots of the files being run
         self._parse_executor = None  # made on first use (kbwatch.pipeline.executors)
+        # plain worker processes (no parser warmed up) for CPU-bound work on large texts,
+        # such as scanning them: the service's own threads and heartbeat keep the GIL
+        self.compute = self._compute_pool()
         # fork parse workers from a warmed template process (one-shot ingest);
         # the service spawns them, so no template process stays resident
         self.fork_workers = False
         self._pool_lock = threading.Lock()
         self._queue = RunQueue(handle=self.handle, dropped=self._dropped)
-        self._executor = RunExecutor(settings, plugins, journal, self.stages, self.intake, self.offload)
+        self._executor = RunExecutor(settings, plugins, journal, self.stages, self.intake, self.offload,
+                                     self.compute)
         self._commits = Committer(settings, plugins, journal, self.stages, release=self._queue.release,
                                   stopping=self._queue.stopping)
 
@@ -96,6 +102,14 @@ class Runner:
             warmup=functools.partial(worker_warmup, self.settings), preload=preload,
         )
 
+    def _compute_pool(self) -> WorkerPool:
+        """The compute pool: ``[service] compute_workers`` workers, each capped like a parse
+        worker, started on first use; each loads the plugins only."""
+        return WorkerPool(
+            self.settings["service"]["compute_workers"], memory_mb=self.settings["stages"]["parse"].get("memory_mb", 0),
+            warmup=functools.partial(compute_warmup, self.settings),
+        )
+
     def executor(self):
         """Where parses run: ``[stages.parse] executor`` (kbwatch.pipeline.executors)."""
         with self._pool_lock:
@@ -114,7 +128,8 @@ class Runner:
     def reap_idle_workers(self, max_idle: float) -> int:
         with self._pool_lock:
             executor = self._parse_executor
-        return executor.reap(max_idle) if executor is not None else 0
+        stopped = self.compute.reap(max_idle)
+        return stopped + (executor.reap(max_idle) if executor is not None else 0)
 
     def offload(self, fn: Callable, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
         return self.executor().call(fn, *args, timeout=timeout, **kwargs)
@@ -154,6 +169,7 @@ class Runner:
             executor = self._parse_executor
         if executor is not None:
             executor.close()
+        self.compute.close()
         self._queue.join(each=2)
         self.flush_all()
 

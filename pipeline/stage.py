@@ -103,6 +103,10 @@ typed field here (``parsed``, ``findings``, ``archived``, ``parsed_path``,
     settings: dict
     started_at: str
     offload: Callable[..., Any] | None = None  # run a picklable callable in a worker process
+    # plain worker processes for CPU-bound work on a large text (``compute.call(fn, *args)``,
+    # ``compute.size`` of them; no parser warmed up there, the plugins loaded): the service's
+    # own threads keep the GIL meanwhile. None outside the runner: do the work here
+    compute: Any = None
     plugins: Any = None  # the PluginSet (hooks, parsers, stages)
     journal: Any = None  # the Journal (findings, review decisions)
     parsed: "ParsedDocument | None" = None

@@ -27,15 +27,24 @@ DOCUMENT_RULES = frozenset({"format.repeated-line", "format.replacement-chars", 
                             "format.scanner-error"})
 
 
-def run_scanners(plugins, document, settings) -> list:
+# texts longer than this are scanned in the runner's compute workers (RunContext.compute)
+OFFLOAD_CHARS = 256 * 1024
+
+
+def run_scanners(plugins, document, settings, compute=None) -> list:
     """All findings of all scanners, minus what the config allowlists, in text order.
 
     A text over ``LARGE_CHARS`` is scanned in ~1 MB windows (see :func:`_scan_windows`).
+    With ``compute`` (a pool of worker processes: ``call(fn, *args)``, ``size``), a text
+    over ``OFFLOAD_CHARS`` is scanned there, up to ``compute.size`` windows at once;
+    the findings are the same.
     """
     opts = scan_options(settings)
     text = document.markdown or ""
     if len(text) > LARGE_CHARS:
-        batches = [_scan_windows(plugins, document, text, settings)]
+        batches = [_scan_windows(plugins, document, text, settings, compute)]
+    elif compute is not None and len(text) > OFFLOAD_CHARS:
+        batches = scan_elsewhere(compute, plugins, document, settings)
     else:
         batches = call_scanners(plugins, document, settings)
     findings = []
@@ -90,7 +99,63 @@ def scanner_error(scanner: str, exc: BaseException) -> Finding:
                    excerpt=text, length=0, match=f"{short}:{type(exc).__name__}", message=text)
 
 
-def _scan_windows(plugins, document, text: str, settings) -> list:
+def scan_in_worker(document, settings) -> list[list]:
+    """In a compute worker: :func:`call_scanners` with the plugins these settings load."""
+    from kbwatch.pipeline.parsing import worker_plugins
+
+    return call_scanners(worker_plugins(settings), document, settings)
+
+
+def scan_elsewhere(compute, plugins, document, settings) -> list[list]:
+    """:func:`call_scanners` in a compute worker; here when the worker failed (crashed,
+    out of memory), with a warning. The service shutting down propagates."""
+    from kbwatch.pipeline.errors import PermanentError
+
+    try:
+        return compute.call(scan_in_worker, document, settings)
+    except PermanentError as exc:
+        from loguru import logger
+
+        logger.warning("a scan worker failed ({}); scanning this text in the service instead", exc.message)
+        return call_scanners(plugins, document, settings)
+
+
+def _window_batches(plugins, document, text: str, settings, compute):
+    """``(window, batches)`` for each window of ``text``, in text order. With ``compute``,
+    up to ``compute.size`` windows are scanned at once in its workers and at most one more
+    is cut ahead, so the copies in flight stay bounded."""
+    def piece(w):
+        return ParsedDocument(
+            markdown=text[w.scan_start:w.scan_end], parser=document.parser, title=document.title,
+            locations=document.locations,
+            metadata={**document.metadata, "scan_window": {"offset": w.scan_start, "document_chars": len(text)}},
+        )
+
+    if compute is None:
+        for w in windows(text):
+            yield w, call_scanners(plugins, piece(w), settings)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    slots = max(1, compute.size)
+    pending: deque = deque()
+    with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="kbwatch-scan") as threads:
+        try:
+            for w in windows(text):
+                pending.append((w, threads.submit(scan_elsewhere, compute, plugins, piece(w), settings)))
+                if len(pending) > slots:
+                    w, future = pending.popleft()
+                    yield w, future.result()
+            while pending:
+                w, future = pending.popleft()
+                yield w, future.result()
+        finally:
+            for _, future in pending:
+                future.cancel()
+
+
+def _scan_windows(plugins, document, text: str, settings, compute=None) -> list:
     """Every scanner over bounded windows of a large text (kbwatch.pipeline.bigtext.windows).
 
     Each scanner sees ~1 MB plus a few KB of context on each side, so its regexes and
@@ -102,16 +167,11 @@ def _scan_windows(plugins, document, text: str, settings) -> list:
     out = []
     seen_document_rules: set[tuple[str, str]] = set()
     line_base, counted_to = 0, 0
-    for w in windows(text):
+    for w, batches in _window_batches(plugins, document, text, settings, compute):
         line_base += text.count("\n", counted_to, w.scan_start)
         counted_to = w.scan_start
         column_base = w.scan_start - (text.rfind("\n", 0, w.scan_start) + 1)
-        piece = ParsedDocument(
-            markdown=text[w.scan_start:w.scan_end], parser=document.parser, title=document.title,
-            locations=document.locations,
-            metadata={**document.metadata, "scan_window": {"offset": w.scan_start, "document_chars": len(text)}},
-        )
-        for batch in call_scanners(plugins, piece, settings):
+        for batch in batches:
             for f in batch or []:
                 offset = f.offset + w.scan_start
                 if f.rule in DOCUMENT_RULES:
@@ -126,7 +186,6 @@ def _scan_windows(plugins, document, text: str, settings) -> list:
                     f.column += column_base
                 f.line += line_base
                 out.append(f)
-        del piece
     return out
 
 
@@ -142,7 +201,7 @@ class ScanStage(Stage):
         start, end = newline_bounds(doc.markdown)
         if start or end < len(doc.markdown):  # a copy: parsers of large texts return them stripped
             doc.markdown = doc.markdown[start:end]
-        findings = run_scanners(ctx.plugins, doc, ctx.settings)
+        findings = run_scanners(ctx.plugins, doc, ctx.settings, ctx.compute)
         if findings and scan_options(ctx.settings)["redact"]:
             doc.markdown = sanitize(doc.markdown, findings)
             if doc.title:  # a heading holding a secret becomes the title: masked the same way

@@ -7,7 +7,13 @@ process tree (the service and every child) every 50 ms with psutil and the
 heartbeat age from the journal. A small file dropped into another project
 meanwhile must be done while the large one is still being processed. Both
 large files must end ``done``, be found by ``kbwatch ask`` for a phrase near
-their start, and carry the index-cap warning in their run record.
+their start, and carry the index-cap warning in their run record. Their scan
+runs in the runner's compute workers (children of the service), which the
+tree's peak includes.
+
+Below: the compute workers find exactly what an in-process scan finds, a
+worker SIGKILLed mid-scan costs no finding, and SIGTERM while they scan
+abandons the run cleanly and leaves no worker behind.
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ def run_record(project: Path, source: str) -> dict:
     raise AssertionError(f"no run record for {source} in {project / 'runs'}")
 
 
-@pytest.mark.timeout(600)  # a hang guard: ~190 s alone, ~300 s when other suites load both cores (not a target)
+@pytest.mark.timeout(600)  # a hang guard: ~190 s alone on a slow 2-core machine (not a target)
 def test_large_text_files_stay_under_600_mb_and_other_projects_flow(tmp_path):
     root = tmp_path / "kb"
     root.mkdir()
@@ -97,6 +103,8 @@ def test_large_text_files_stay_under_600_mb_and_other_projects_flow(tmp_path):
     peak = sampler.peak_tree / 1048576
     assert peak <= RSS_LIMIT_MB, f"peak RSS of the process tree {peak:.0f} MB > {RSS_LIMIT_MB} MB"
     assert sampler.max_heartbeat_age <= 2 * HEARTBEAT, f"heartbeat {sampler.max_heartbeat_age:.1f} s old"
+    # the scanning ran in compute workers, not in the service's own process
+    assert sampler.peak_kids > 40 * 1048576, f"children peaked at {sampler.peak_kids / 1048576:.0f} MB"
 
     # whole parsed files, and searchable near their start
     big = root / "big"
@@ -168,3 +176,107 @@ def test_windowed_scan_finds_what_a_whole_scan_finds(tmp_path):
         for rule in ("format.long-line", "format.long-paragraph"):
             assert [f.offset for f in windowed if f.rule == rule] == [f.offset for f in whole if f.rule == rule]
         assert not [f for f in windowed if f.rule in DOCUMENT_RULES]
+
+
+# -- the compute workers: the same findings, and a crashed worker loses nothing -------------
+
+def _keys(findings) -> list[tuple]:
+    return [(f.rule, f.offset, f.line, f.column, f.length, f.severity, f.fingerprint) for f in findings]
+
+
+@pytest.fixture
+def compute(tmp_path):
+    """A real pool of two compute workers, as the runner makes it."""
+    import functools
+
+    from kbwatch.pipeline.config import load_settings
+    from kbwatch.pipeline.parsing import compute_warmup
+    from kbwatch.pipeline.plugins import build_plugin_manager
+    from kbwatch.pipeline.workers import WorkerPool
+
+    settings = load_settings(tmp_path)
+    pool = WorkerPool(2, warmup=functools.partial(compute_warmup, settings))
+    try:
+        yield pool, build_plugin_manager(settings), settings
+    finally:
+        pool.close()
+
+
+def _tasks_done(pool) -> int:
+    return sum(w.tasks for w in list(pool._idle.queue))
+
+
+def test_compute_workers_find_what_the_service_finds_itself(compute):
+    from kbwatch.pipeline.model import ParsedDocument
+    from kbwatch.plugins.scan import OFFLOAD_CHARS, run_scanners
+
+    pool, plugins, settings = compute
+    large, planted = _large_text(single_line=False)  # three windows, risks across their cuts
+    medium = large[:OFFLOAD_CHARS + 50_000]  # offloaded whole, not windowed
+    for text in (large, medium):
+        here = run_scanners(plugins, ParsedDocument(markdown=text), settings)
+        before = _tasks_done(pool)
+        there = run_scanners(plugins, ParsedDocument(markdown=text), settings, pool)
+        assert _keys(there) == _keys(here)
+        assert _tasks_done(pool) - before == (3 if text is large else 1), "the scan did not run in the workers"
+        if text is large:
+            assert {f.rule.split(".")[0] for f in there} >= {"secret", "injection", "pii"}
+            for start in planted:
+                assert any(start <= f.offset < start + 80 for f in there), start
+    small = large[:OFFLOAD_CHARS // 2]
+    before = _tasks_done(pool)
+    assert _keys(run_scanners(plugins, ParsedDocument(markdown=small), settings, pool)) == \
+        _keys(run_scanners(plugins, ParsedDocument(markdown=small), settings))
+    assert _tasks_done(pool) == before, "a small text is scanned where it is"
+
+
+def test_a_compute_worker_killed_mid_scan_costs_no_finding(compute):
+    """SIGKILL the worker scanning a text: the text is scanned in the calling process instead."""
+    import signal
+    import threading
+    import time
+
+    from kbwatch.pipeline.model import ParsedDocument
+    from kbwatch.plugins.scan import OFFLOAD_CHARS, run_scanners
+
+    pool, plugins, settings = compute
+    text = _large_text(single_line=True)[0][:OFFLOAD_CHARS * 3]
+    here = run_scanners(plugins, ParsedDocument(markdown=text), settings)
+    result: list = []
+    scan = threading.Thread(target=lambda: result.append(run_scanners(plugins, ParsedDocument(markdown=text),
+                                                                      settings, pool)))
+    scan.start()
+    deadline = time.monotonic() + 60
+    while not pool._busy and time.monotonic() < deadline:
+        time.sleep(0.005)
+    busy = list(pool._busy)
+    assert busy, "no worker took the scan"
+    busy[0].wait_ready()  # killed while scanning, not while starting
+    os.kill(busy[0].proc.pid, signal.SIGKILL)
+    scan.join(timeout=120)
+    assert not scan.is_alive()
+    assert result and _keys(result[0]) == _keys(here)
+
+
+def test_sigterm_while_compute_workers_scan_abandons_the_run_and_stops_them(tmp_path):
+    import psutil
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "kbwatch.toml").write_text(TOML, encoding="utf-8")
+    kbwatch("init", "big", root=root, check=True)
+    bench.write_markdown(tmp_path / "mid.md", 12 * 1048576, bench.PHRASE_BIG)
+    svc = Service(root, tmp_path).start()
+    try:
+        os.rename(tmp_path / "mid.md", root / "big" / "sources" / "mid.md")
+        wait_for(lambda: outcome(root, "big", "sources/mid.md") == "running", 60, "mid.md to start", proc=svc)
+        me = psutil.Process(svc.proc.pid)
+        kids = wait_for(lambda: [p for p in me.children(recursive=True) if p.cpu_percent(0.2) > 20], 60,
+                        "a compute worker to be busy", proc=svc)
+        code, took = svc.terminate(timeout=30)
+    finally:
+        svc.ensure_dead()
+    assert code == 0, svc.log()[-3000:]
+    assert (root / "big" / "sources" / "mid.md").is_file(), "an abandoned run must leave its file in sources/"
+    assert outcome(root, "big", "sources/mid.md") is None, "the abandoned run is not recorded"
+    assert not [p for p in kids if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], "a worker outlived the service"

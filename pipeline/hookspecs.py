@@ -184,7 +184,11 @@ def kb_scan(document: ParsedDocument, settings: Settings) -> list[Finding] | Non
     """Scan parsed text for risks. Every scanner contributes.
 
     Called by the ``scan`` stage, a ``concurrent`` stage: several runner
-    threads may call it at once (for files of the same project too).
+    threads may call it at once (for files of the same project too). A text
+    over 256 Ki characters is scanned in the runner's compute worker processes
+    (``[service] compute_workers``), a large one in ~1 MB windows
+    (``document.metadata["scan_window"]``), so a scanner must depend on its
+    arguments only, not on state of the service's process.
 
     :param document: the parsed document (``document.markdown`` is the text
         that will be published to ``parsed/``).

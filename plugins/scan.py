@@ -263,13 +263,14 @@ def _iter_files(paths, patterns):
             yield p
 
 
-def scan_paths(kb, paths, offload=None):
+def scan_paths(kb, paths, offload=None, compute=None):
     """Yield ``(path, findings, error)`` for every file under ``paths``.
 
     Each file is parsed by :func:`kbwatch.pipeline.parsing.parse_document`, the parse
     path of ``ingest`` and ``watch`` (the same bounds, parsers and
     ``[stages.parse] isolate``: ``offload`` runs a parse in a worker process),
-    except that an empty file or one without text is a clean result here.
+    except that an empty file or one without text is a clean result here; a large
+    text is scanned in ``compute``'s workers as in the service (:func:`run_scanners`).
     """
     import os
 
@@ -290,7 +291,7 @@ def scan_paths(kb, paths, offload=None):
         except OSError as exc:
             yield path, [], f"cannot read: {exc.strerror}"
             continue
-        yield path, run_scanners(kb.plugins, ParsedDocument(markdown=doc.markdown), settings), None
+        yield path, run_scanners(kb.plugins, ParsedDocument(markdown=doc.markdown), settings, compute), None
 
 
 def _more(count: int, lines: list[int]) -> str:
@@ -321,13 +322,19 @@ def kb_register_commands(cli):
 
         Example: kbwatch scan ./inbox --fail-on high --json
         """
+        import functools
+
+        from kbwatch.pipeline.parsing import compute_warmup
         from kbwatch.pipeline.workers import WorkerPool
 
         kb = open_kb(root, config_file, quiet=as_json, log_files=False)
-        pool = WorkerPool(1, memory_mb=kb.settings["stages"]["parse"]["memory_mb"])  # started on first use
+        memory_mb = kb.settings["stages"]["parse"]["memory_mb"]
+        pool = WorkerPool(1, memory_mb=memory_mb)  # both started on first use
+        compute = WorkerPool(kb.settings["service"]["compute_workers"], memory_mb=memory_mb,
+                             warmup=functools.partial(compute_warmup, kb.settings))
         worst, errors = -1, 0
         try:
-            for path, findings, error in scan_paths(kb, paths, pool.call):
+            for path, findings, error in scan_paths(kb, paths, pool.call, compute):
                 for f in findings:
                     worst = max(worst, SEVERITY_RANK[f.severity])
                 errors += bool(error)
@@ -345,6 +352,7 @@ def kb_register_commands(cli):
                     click.echo(f"{path}:{f.line}:{f.column}: {severity} {f.kind}/{f.rule}{_more(count, lines)}: {f.excerpt}")
         finally:
             pool.close()
+            compute.close()
             kb.close()
         failed = worst >= SEVERITY_RANK[fail_on] or errors
         sys.exit(EXIT_FAILED if failed else EXIT_OK)

@@ -280,3 +280,41 @@ def test_sigterm_while_compute_workers_scan_abandons_the_run_and_stops_them(tmp_
     assert (root / "big" / "sources" / "mid.md").is_file(), "an abandoned run must leave its file in sources/"
     assert outcome(root, "big", "sources/mid.md") is None, "the abandoned run is not recorded"
     assert not [p for p in kids if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], "a worker outlived the service"
+
+
+def test_kbwatch_scan_of_a_large_text_uses_compute_workers_and_finds_the_same(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from conftest import REPO
+    from kbwatch.pipeline.config import load_settings
+    from kbwatch.pipeline.model import ParsedDocument
+    from kbwatch.pipeline.plugins import build_plugin_manager
+    from kbwatch.plugins.scan import LARGE_CHARS, run_scanners
+
+    text = _large_text(single_line=False)[0][:LARGE_CHARS + 200_000]  # two windows
+    path = tmp_path / "big.md"
+    path.write_text(text, encoding="utf-8")
+    (tmp_path / "kbwatch.toml").write_text("[service]\ncompute_workers = 2\n", encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(REPO / "run.py"), "scan", str(path), "--json", "--fail-on", "high",
+                             "--root", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children = set()
+    me = psutil.Process(proc.pid)
+    while proc.poll() is None:  # a .md is parsed in process: any child is a compute worker
+        try:
+            children.update(c.pid for c in me.children() if "spawn_main" in " ".join(c.cmdline()))
+        except psutil.Error:
+            continue
+        time.sleep(0.02)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err  # the planted AWS key is high
+    assert len(children) == 2, children  # compute_workers = 2, two windows: both scanned at once
+    got = json.loads(out)["findings"]
+    settings = load_settings(tmp_path)
+    parsed = json.loads(json.dumps([f.public() for f in run_scanners(
+        build_plugin_manager(settings), ParsedDocument(markdown=text), settings)]))
+    assert got == parsed
+    assert {f["rule"].split(".")[0] for f in got} >= {"secret", "injection"}

@@ -65,9 +65,10 @@ the script removed stayed removed, and that standing drop folders (an empty
 ``sources/合同/``) were kept. Growth: RSS, fds and threads as the median of
 minute 10 (or minute ``max(1, N//3)`` for runs shorter than 30 minutes) vs the
 median of the last minute (target ratio <= 1.10); the tree also at the run's
-usual process count (parse workers are started for rich files and stopped
+usual process count (parse and compute workers are started on demand and stopped
 after ``worker_idle_seconds`` idle, so whether one is alive in a given minute
-is chance, not growth), and the queue's trend (least
+is chance, not growth; the main process's fds too, since each live worker holds
+a pipe there), and the queue's trend (least
 squares slope, items per minute). The final Markdown table is for
 BENCHMARKS.md.
 
@@ -1011,6 +1012,8 @@ def growth(samples: list[dict], minutes: int) -> dict:
         return []
 
     out["rss_tree_same_procs"] = _medians(near(base_minute), near(minutes), "rss_tree_mb")
+    # each live worker holds a pipe and a sentinel in the main process: fds compared like the tree
+    out["fds_same_procs"] = _medians(near(base_minute), near(minutes), "fds")
     for rows in (base, last):
         for s in rows:
             s["rss_worker_mb"] = max(s["child_rss_mb"]) if s.get("child_rss_mb") else None
@@ -1122,6 +1125,7 @@ def print_report(args, stream: Stream, acc: dict, gr: dict, stop: dict, cmds: di
           for label, f in (("RSS, main process", gr.get("rss_main_mb_fit")),
                            ("RssAnon, main process", gr.get("anon_main_mb_fit")))],
         ratio_row("fds", "open fds, main process", ""),
+        ratio_row("fds_same_procs", f"open fds, main process, samples with the usual {gr['usual_procs']} processes", ""),
         ratio_row("threads", "threads, main process", ""),
         ("processes in the service tree (medians; parse workers come and go)", "-",
          f"{procs['base']:.0f} -> {procs['last']:.0f}" if procs else "n/a", None),

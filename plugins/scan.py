@@ -145,11 +145,11 @@ def _window_batches(plugins, document, text: str, settings, compute):
             for w in windows(text):
                 pending.append((w, threads.submit(scan_elsewhere, compute, plugins, piece(w), settings)))
                 if len(pending) > slots:
-                    w, future = pending.popleft()
-                    yield w, future.result()
+                    oldest, future = pending.popleft()
+                    yield oldest, future.result()
             while pending:
-                w, future = pending.popleft()
-                yield w, future.result()
+                oldest, future = pending.popleft()
+                yield oldest, future.result()
         finally:
             for _, future in pending:
                 future.cancel()

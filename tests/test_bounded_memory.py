@@ -41,6 +41,7 @@ TOML = f"""\
 [service]
 settle_seconds = 0.5
 workers = 1
+compute_workers = 2  # pinned: the tree's peak grows with the number of workers (~100 MB each)
 heartbeat_seconds = {HEARTBEAT}
 
 [stages.index]

@@ -6,18 +6,28 @@ Not a plugin (the leading underscore keeps it out of auto-registration); the
     from kbwatch.plugins.retrieval import SearchIndex, build_pack, tokenize, chunk_markdown
 """
 
-from .chunker import Chunk, chunk_markdown, document_title
-from .index import DocHit, Hit, SearchIndex
-from .pack import (
-    Pack,
-    build_pack,
-    escape_attr,
-    neutralize_fence,
-    parse_explicit_refs,
-    run_status_for,
-    validate_record_keys,
-)
-from .tokenizer import TOKENIZER_VERSION, tokenize
+import importlib
+
+# name -> the submodule that defines it; imported on first use (PEP 562), so that loading the
+# plugins (every CLI command does) does not import numpy and the stemmer for commands that
+# never touch the index
+_WHERE = {
+    "Chunk": "chunker", "chunk_markdown": "chunker", "document_title": "chunker",
+    "DocHit": "index", "Hit": "index", "SearchIndex": "index",
+    "Pack": "pack", "build_pack": "pack", "escape_attr": "pack", "neutralize_fence": "pack",
+    "parse_explicit_refs": "pack", "run_status_for": "pack", "validate_record_keys": "pack",
+    "TOKENIZER_VERSION": "tokenizer", "tokenize": "tokenizer",
+}
+
+
+def __getattr__(name: str):
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Chunk",

@@ -283,3 +283,13 @@ def worker_warmup(settings: dict) -> None:
 def compute_warmup(settings: dict) -> None:
     """Run in each new compute worker: load the plugins only (no parser warms up there)."""
     worker_plugins(settings)
+
+
+def compute_pool(settings: dict):
+    """A pool of ``[service] compute_workers`` compute workers (started on first use), each
+    capped like a parse worker (``[stages.parse] memory_mb``) and loading the plugins only:
+    where stages send CPU-heavy work on large texts (``RunContext.compute``)."""
+    from kbwatch.pipeline.workers import WorkerPool
+
+    return WorkerPool(settings["service"]["compute_workers"], memory_mb=settings["stages"]["parse"].get("memory_mb", 0),
+                      warmup=functools.partial(compute_warmup, settings), kind="compute")

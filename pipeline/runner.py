@@ -40,7 +40,7 @@ from kbwatch.pipeline.execute import REFUSAL_RECHECK_SECONDS, FinishedRun, RunEx
 from kbwatch.pipeline.executors import make_executor
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.lanes import is_large_text
-from kbwatch.pipeline.parsing import compute_warmup, worker_warmup
+from kbwatch.pipeline.parsing import compute_pool, worker_warmup
 from kbwatch.pipeline.plugins import PluginSet
 from kbwatch.pipeline.project import ProjectSession
 from kbwatch.pipeline.retry_policy import RETRYABLE_IN_RUN, backoff_seconds
@@ -64,7 +64,7 @@ class Runner:
         self._parse_executor = None  # made on first use (kbwatch.pipeline.executors)
         # plain worker processes (no parser warmed up) for CPU-bound work on large texts,
         # such as scanning them: the service's own threads and heartbeat keep the GIL
-        self.compute = self._compute_pool()
+        self.compute = compute_pool(settings)
         # fork parse workers from a warmed template process (one-shot ingest);
         # the service spawns them, so no template process stays resident
         self.fork_workers = False
@@ -100,14 +100,6 @@ class Runner:
         return WorkerPool(
             self.settings["service"]["workers"], memory_mb=parse.get("memory_mb", 0),
             warmup=functools.partial(worker_warmup, self.settings), preload=preload,
-        )
-
-    def _compute_pool(self) -> WorkerPool:
-        """The compute pool: ``[service] compute_workers`` workers, each capped like a parse
-        worker, started on first use; each loads the plugins only."""
-        return WorkerPool(
-            self.settings["service"]["compute_workers"], memory_mb=self.settings["stages"]["parse"].get("memory_mb", 0),
-            warmup=functools.partial(compute_warmup, self.settings),
         )
 
     def executor(self):

@@ -31,7 +31,11 @@ from kbwatch.pipeline.errors import PermanentError, StageError, TransientError
 _CTX = mp.get_context("spawn")
 
 
-def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None) -> None:
+# what a pool's messages call its workers and their work: "parse" (the parsers) or "compute"
+_KINDS = {"parse": ("parse worker", "parser"), "compute": ("compute worker", "compute task")}
+
+
+def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None, kind: str = "parse") -> None:
     if memory_mb > 0:
         try:
             import resource
@@ -68,7 +72,8 @@ def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None) -> Non
         except StageError as exc:
             result = ("stage", (type(exc).__name__, exc.message, exc.reason))
         except MemoryError:
-            result = ("stage", ("PermanentError", "the parser ran out of memory (stages.parse.memory_mb)", "memory"))
+            result = ("stage", ("PermanentError", f"the {_KINDS[kind][1]} ran out of memory (stages.parse.memory_mb)",
+                                "memory"))
         except Exception as exc:
             result = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
         try:
@@ -89,10 +94,11 @@ def _forkserver_context(preload: list[str]):
 
 
 class _Worker:
-    def __init__(self, memory_mb: int, warmup, ctx=None):
+    def __init__(self, memory_mb: int, warmup, ctx=None, kind: str = "parse"):
         ctx = ctx or _CTX
+        self.name = _KINDS[kind][0]
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, memory_mb, warmup), daemon=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, memory_mb, warmup, kind), daemon=True)
         self.proc.start()
         child.close()
         self.tasks = 0
@@ -108,14 +114,14 @@ class _Worker:
                 try:
                     msg = self.conn.recv()
                 except (EOFError, OSError):
-                    raise PermanentError(f"the parse worker crashed while starting (exit code {self.proc.exitcode})",
+                    raise PermanentError(f"the {self.name} crashed while starting (exit code {self.proc.exitcode})",
                                          reason="crashed") from None
                 self.ready = msg == ("ready",)
             elif not self.proc.is_alive():
-                raise PermanentError(f"the parse worker crashed while starting (exit code {self.proc.exitcode})",
+                raise PermanentError(f"the {self.name} crashed while starting (exit code {self.proc.exitcode})",
                                      reason="crashed")
             elif time.monotonic() > deadline:
-                raise PermanentError("the parse worker did not start in time", reason="crashed")
+                raise PermanentError(f"the {self.name} did not start in time", reason="crashed")
 
     def kill(self) -> None:
         try:
@@ -140,9 +146,12 @@ class _Worker:
 
 class WorkerPool:
     def __init__(self, size: int, memory_mb: int = 0, max_tasks: int = 1000, warmup: Callable[[], None] | None = None,
-                 preload: list[str] | None = None):
+                 preload: list[str] | None = None, kind: str = "parse"):
         """``preload``: fork workers from a template process that imported these
-        modules (forkserver) instead of spawning each from scratch."""
+        modules (forkserver) instead of spawning each from scratch. ``kind`` ("parse" or
+        "compute") names the workers and their work in messages."""
+        self.kind = kind
+        self.name = _KINDS[kind][0]
         self._ctx = _forkserver_context(preload) if preload else _CTX
         self.size = max(1, size)
         self.memory_mb = memory_mb
@@ -182,7 +191,7 @@ class WorkerPool:
             try:
                 self._start_worker(self._idle.put)
             except Exception as exc:  # a call that needs a worker starts its own
-                logger.warning("could not start a parse worker: {}", exc)
+                logger.warning("could not start a {}: {}", self.name, exc)
 
     def _new_worker(self) -> _Worker:
         """Start a worker for a slot already counted in ``_started`` (given back if the start fails).
@@ -191,7 +200,7 @@ class WorkerPool:
         template process has imported the parsers.
         """
         try:
-            return _Worker(self.memory_mb, self.warmup, self._ctx)
+            return _Worker(self.memory_mb, self.warmup, self._ctx, self.kind)
         except Exception:
             with self._lock:
                 self._started -= 1
@@ -310,7 +319,7 @@ class WorkerPool:
             try:
                 w.conn.send((fn, args, kwargs))
             except (OSError, EOFError, BrokenPipeError):
-                raise PermanentError("the parse worker died before it started the task", reason="crashed")
+                raise PermanentError(f"the {w.name} died before it started the task", reason="crashed")
             deadline = None if not timeout else time.monotonic() + timeout
             while True:
                 wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
@@ -321,14 +330,14 @@ class WorkerPool:
                         if self._closed:
                             raise TransientError("the service is shutting down", reason="shutdown") from None
                         raise PermanentError(
-                            f"the parse worker crashed (exit code {w.proc.exitcode})", reason="crashed"
+                            f"the {w.name} crashed (exit code {w.proc.exitcode})", reason="crashed"
                         ) from None
                     break
                 if not w.proc.is_alive():
                     if self._closed:
                         raise TransientError("the service is shutting down", reason="shutdown")
                     raise PermanentError(
-                        f"the parse worker crashed (exit code {w.proc.exitcode})", reason="crashed"
+                        f"the {w.name} crashed (exit code {w.proc.exitcode})", reason="crashed"
                     )
                 if self._closed:
                     raise TransientError("the service is shutting down", reason="shutdown")
@@ -350,7 +359,7 @@ class WorkerPool:
             raise cls(message, reason=reason)
         message, tb = payload
         logger.debug("worker error: {}", tb)
-        raise PermanentError(f"parser error: {message}", reason="parser error")
+        raise PermanentError(f"{_KINDS[self.kind][1]} error: {message}", reason=f"{_KINDS[self.kind][1]} error")
 
     def close(self, start_wait: float = 60.0) -> None:
         """Stop idle workers, kill busy ones, and wait (up to ``start_wait`` s: a
@@ -368,4 +377,4 @@ class WorkerPool:
             w.kill()
         with self._lock:
             if not self._starts_done.wait_for(lambda: self._starting == 0, timeout=start_wait):
-                logger.warning("a parse worker was still starting {:g} s after shutdown began", start_wait)
+                logger.warning("a {} was still starting {:g} s after shutdown began", self.name, start_wait)

@@ -322,16 +322,13 @@ def kb_register_commands(cli):
 
         Example: kbwatch scan ./inbox --fail-on high --json
         """
-        import functools
-
-        from kbwatch.pipeline.parsing import compute_warmup
+        from kbwatch.pipeline.parsing import compute_pool
         from kbwatch.pipeline.workers import WorkerPool
 
         kb = open_kb(root, config_file, quiet=as_json, log_files=False)
         memory_mb = kb.settings["stages"]["parse"]["memory_mb"]
         pool = WorkerPool(1, memory_mb=memory_mb)  # both started on first use
-        compute = WorkerPool(kb.settings["service"]["compute_workers"], memory_mb=memory_mb,
-                             warmup=functools.partial(compute_warmup, kb.settings))
+        compute = compute_pool(kb.settings)
         worst, errors = -1, 0
         try:
             for path, findings, error in scan_paths(kb, paths, pool.call, compute):

@@ -111,6 +111,19 @@ def _say_started(where: dict) -> None:
         pass
 
 
+def _scratch_dir() -> str | None:
+    """This Dask worker's own scratch folder (``local_directory``), where a shipped file is
+    written: a worker killed mid-parse (a poison document) cannot remove it, and Dask
+    clears a dead worker's folder when the next worker starts on the same scratch space.
+    ``None`` (the system's temp folder) outside a worker."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().local_directory
+    except Exception:
+        return None
+
+
 def _where() -> dict:
     try:
         from distributed import get_worker
@@ -139,7 +152,7 @@ def remote_call(version: str, target: str, args: tuple, kwargs: dict, timeout: f
         for a in args:
             if isinstance(a, Shipped):
                 if tmp is None:
-                    tmp = tempfile.mkdtemp(prefix="kbwatch-parse-")
+                    tmp = tempfile.mkdtemp(prefix="kbwatch-parse-", dir=_scratch_dir())
                 path = Path(tmp) / a.name
                 path.write_bytes(a.data)
                 a = str(path)

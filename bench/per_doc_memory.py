@@ -20,6 +20,7 @@ them. Figures are printed, never asserted.
 
     python bench/per_doc_memory.py                    # 500, 1000, 2000
     python bench/per_doc_memory.py --steps 200,400 --top 10
+    python bench/per_doc_memory.py --steps 500,1500,3000 --frames 0   # RSS without tracing
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=100, help="files dropped at a time")
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--frames", type=int, default=1, help="tracemalloc frames per site")
+    ap.add_argument("--frames", type=int, default=1, help="tracemalloc frames per site (0: no tracing, for RSS figures without tracemalloc's own tables)")
     args = ap.parse_args()
     steps = [int(x) for x in args.steps.split(",")]
 
@@ -138,7 +139,8 @@ def main() -> int:
             kb.init_project(p)
         runner = Runner(root, kb.settings, kb.plugins, kb.journal)
         runner.start()
-        tracemalloc.start(args.frames)
+        if args.frames > 0:  # --frames 0: no tracing (tracemalloc's own tables grow with every live block)
+            tracemalloc.start(args.frames)
         done, rows, snaps, lowlevel = 0, [], [], []
         mallinfo, sqlite_used = memdebug._libc_mallinfo(), memdebug._sqlite_memory_used()
         t0 = time.monotonic()
@@ -151,12 +153,12 @@ def main() -> int:
                 done += n
             gc.collect()
             trim()
-            traced, _ = tracemalloc.get_traced_memory()
+            traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
             state = session_state(runner)
             rows.append((step, rss_anon(), traced, sys.getallocatedblocks(), state))
             mi = mallinfo() if mallinfo else None
             lowlevel.append((mi.uordblks if mi else 0, mi.fordblks if mi else 0, sqlite_used() if sqlite_used else 0))
-            snaps.append(tracemalloc.take_snapshot())
+            snaps.append(tracemalloc.take_snapshot() if tracemalloc.is_tracing() else None)
             print(f"{step:>6} docs  RssAnon {rows[-1][1] / 2**20:7.1f} MB  traced {traced / 2**20:6.1f} MB  "
                   f"blocks {rows[-1][3]:>9,}  glibc in use {lowlevel[-1][0] / 2**20:5.1f} free {lowlevel[-1][1] / 2**20:5.1f} "
                   f"sqlite {lowlevel[-1][2] / 2**20:4.1f} MB  session state {sum(state.values()) / 2**20:5.2f} MB  "
@@ -177,6 +179,8 @@ def main() -> int:
     for key in sorted(s1, key=lambda k: -(s1[k] - s0.get(k, 0))):
         print(f"    {key:<22} {(s1[key] - s0.get(key, 0)) / dn:8.0f}   ({s1[key] / 2**10:.0f} KB at {n1})")
     print(f"\ntop {args.top} allocation sites growing {n0} -> {n1} (bytes per document, live blocks):")
+    if snaps[-1] is None:
+        return 0
     diff = snaps[-1].compare_to(snaps[0], "lineno")
     for st in diff[: args.top]:
         frame = st.traceback[0]

@@ -188,7 +188,9 @@ def kb_scan(document: ParsedDocument, settings: Settings) -> list[Finding] | Non
     over 256 Ki characters is scanned in the runner's compute worker processes
     (``[service] compute_workers``), a large one in ~1 MB windows
     (``document.metadata["scan_window"]``), so a scanner must depend on its
-    arguments only, not on state of the service's process.
+    arguments only, not on state of the service's process. What it logs there
+    at WARNING or above comes back with its findings and is logged by the
+    service (to its log file too), marked "(in a compute worker)".
 
     :param document: the parsed document (``document.markdown`` is the text
         that will be published to ``parsed/``).

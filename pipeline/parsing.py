@@ -281,7 +281,12 @@ def worker_warmup(settings: dict) -> None:
 
 
 def compute_warmup(settings: dict) -> None:
-    """Run in each new compute worker: load the plugins only (no parser warms up there)."""
+    """Run in each new compute worker: load the plugins only (no parser warms up there). The
+    worker logs nothing itself: what its tasks log comes back with their results, for the
+    service to log (to its log file too, which a worker does not write)."""
+    from loguru import logger
+
+    logger.remove()
     worker_plugins(settings)
 
 

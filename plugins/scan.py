@@ -99,11 +99,21 @@ def scanner_error(scanner: str, exc: BaseException) -> Finding:
                    excerpt=text, length=0, match=f"{short}:{type(exc).__name__}", message=text)
 
 
-def scan_in_worker(document, settings) -> list[list]:
-    """In a compute worker: :func:`call_scanners` with the plugins these settings load."""
+def scan_in_worker(document, settings) -> tuple[list[list], list[tuple[str, str]]]:
+    """In a compute worker: :func:`call_scanners` with the plugins these settings load, and
+    the ``(level, message)`` of what was logged meanwhile at WARNING or above (a scanner that
+    failed), for the service to log in its own log file (the worker writes none)."""
+    from loguru import logger
+
     from kbwatch.pipeline.parsing import worker_plugins
 
-    return call_scanners(worker_plugins(settings), document, settings)
+    said: list[tuple[str, str]] = []
+    sink = logger.add(lambda m: said.append((m.record["level"].name, m.record["message"])), level="WARNING",
+                      format="{message}", catch=True)
+    try:
+        return call_scanners(worker_plugins(settings), document, settings), said
+    finally:
+        logger.remove(sink)
 
 
 def scan_elsewhere(compute, plugins, document, settings) -> list[list]:
@@ -112,12 +122,18 @@ def scan_elsewhere(compute, plugins, document, settings) -> list[list]:
     from kbwatch.pipeline.errors import PermanentError
 
     try:
-        return compute.call(scan_in_worker, document, settings)
+        batches, said = compute.call(scan_in_worker, document, settings)
     except PermanentError as exc:
         from loguru import logger
 
         logger.warning("a scan worker failed ({}); scanning this text in the service instead", exc.message)
         return call_scanners(plugins, document, settings)
+    if said:
+        from loguru import logger
+
+        for level, message in said:
+            logger.log(level, "{} (in a compute worker)", message)
+    return batches
 
 
 def _window_batches(plugins, document, text: str, settings, compute):

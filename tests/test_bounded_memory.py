@@ -12,8 +12,9 @@ runs in the runner's compute workers (children of the service), which the
 tree's peak includes.
 
 Below: the compute workers find exactly what an in-process scan finds, a
-worker SIGKILLed mid-scan costs no finding, and SIGTERM while they scan
-abandons the run cleanly and leaves no worker behind.
+worker SIGKILLed mid-scan costs no finding, SIGTERM while they scan
+abandons the run cleanly and leaves no worker behind, and what a scanner logs
+in a worker is logged once, by the service.
 """
 
 from __future__ import annotations
@@ -326,3 +327,51 @@ def test_kbwatch_scan_of_a_large_text_uses_compute_workers_and_finds_the_same(tm
         build_plugin_manager(settings), ParsedDocument(markdown=text), settings)]))
     assert got == parsed
     assert {f["rule"].split(".")[0] for f in got} >= {"secret", "injection"}
+
+
+BOOM_PLUGIN = '''from kbwatch.pipeline import hookimpl
+
+
+@hookimpl
+def kb_scan(document, settings):
+    raise RuntimeError("boom while reading " + (document.markdown or "")[:400])
+'''
+
+
+def test_a_scanner_failing_in_a_compute_worker_is_logged_by_the_service_once(tmp_path, capfd):
+    """The worker writes no log of its own: the warning comes back with the findings and the
+    service logs it (so it reaches the service's log file), once, without the text."""
+    import functools
+
+    from loguru import logger
+
+    from kbwatch.pipeline.config import load_settings
+    from kbwatch.pipeline.model import ParsedDocument
+    from kbwatch.pipeline.parsing import compute_warmup
+    from kbwatch.pipeline.plugins import build_plugin_manager
+    from kbwatch.pipeline.workers import WorkerPool
+    from kbwatch.plugins.scan import OFFLOAD_CHARS, run_scanners
+
+    (tmp_path / "boom.py").write_text(BOOM_PLUGIN, encoding="utf-8")
+    (tmp_path / "kbwatch.toml").write_text('[pipeline]\nplugins = ["boom.py"]\n', encoding="utf-8")
+    settings = load_settings(tmp_path)
+    text = f"aws_access_key_id = {FAKE_KEY}\n" + "A plain sentence about the quarterly review.\n" * (OFFLOAD_CHARS // 40)
+    assert OFFLOAD_CHARS < len(text) < (1 << 20)  # one task, whole
+    pool = WorkerPool(1, warmup=functools.partial(compute_warmup, settings), kind="compute")
+    said: list[str] = []
+    sink = logger.add(lambda m: said.append(m.record["message"]), level="WARNING", format="{message}")
+    try:
+        findings = run_scanners(build_plugin_manager(settings), ParsedDocument(markdown=text), settings, pool)
+        tasks = _tasks_done(pool)
+    finally:
+        logger.remove(sink)
+        pool.close()
+    assert tasks == 1  # scanned in the worker
+    assert [f.rule for f in findings if f.rule == "format.scanner-error"] == ["format.scanner-error"]
+    assert any(f.rule.startswith("secret.") for f in findings)  # the other scanners' findings stand
+    boom = [m for m in said if "scanner boom failed" in m]
+    assert boom == ["scanner boom failed: RuntimeError at boom.py:6 (its findings for this document are missing)"
+                    " (in a compute worker)"], said
+    err = capfd.readouterr().err
+    assert err.count("scanner boom failed") <= 1, err  # the worker printed nothing of its own
+    assert "quarterly review" not in err and "quarterly review" not in " ".join(said)

@@ -197,7 +197,7 @@ def compute(tmp_path):
     from kbwatch.pipeline.workers import WorkerPool
 
     settings = load_settings(tmp_path)
-    pool = WorkerPool(2, warmup=functools.partial(compute_warmup, settings))
+    pool = WorkerPool(2, warmup=functools.partial(compute_warmup, settings), kind="compute")
     try:
         yield pool, build_plugin_manager(settings), settings
     finally:
@@ -241,23 +241,35 @@ def test_a_compute_worker_killed_mid_scan_costs_no_finding(compute):
     from kbwatch.pipeline.model import ParsedDocument
     from kbwatch.plugins.scan import OFFLOAD_CHARS, run_scanners
 
+    from loguru import logger
+
     pool, plugins, settings = compute
     text = _large_text(single_line=True)[0][:OFFLOAD_CHARS * 3]
     here = run_scanners(plugins, ParsedDocument(markdown=text), settings)
     result: list = []
-    scan = threading.Thread(target=lambda: result.append(run_scanners(plugins, ParsedDocument(markdown=text),
-                                                                      settings, pool)))
-    scan.start()
-    deadline = time.monotonic() + 60
-    while not pool._busy and time.monotonic() < deadline:
-        time.sleep(0.005)
-    busy = list(pool._busy)
-    assert busy, "no worker took the scan"
-    busy[0].wait_ready()  # killed while scanning, not while starting
-    os.kill(busy[0].proc.pid, signal.SIGKILL)
-    scan.join(timeout=120)
+    said: list[str] = []
+    sink = logger.add(lambda m: said.append(m.record["message"]), level="WARNING", format="{message}")
+    try:
+        scan = threading.Thread(target=lambda: result.append(run_scanners(plugins, ParsedDocument(markdown=text),
+                                                                          settings, pool)))
+        scan.start()
+        deadline = time.monotonic() + 60
+        while not pool._busy and time.monotonic() < deadline:
+            time.sleep(0.005)
+        busy = list(pool._busy)
+        assert busy, "no worker took the scan"
+        # killed while scanning, not while starting: the calling thread marks the worker ready
+        # (only that thread reads the worker's pipe) and sends the text right after
+        while not busy[0].ready and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.2)
+        os.kill(busy[0].proc.pid, signal.SIGKILL)
+        scan.join(timeout=120)
+    finally:
+        logger.remove(sink)
     assert not scan.is_alive()
     assert result and _keys(result[0]) == _keys(here)
+    assert any(m.startswith("a scan worker failed (the compute worker crashed") for m in said), said
 
 
 def test_sigterm_while_compute_workers_scan_abandons_the_run_and_stops_them(tmp_path):

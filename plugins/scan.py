@@ -119,20 +119,17 @@ def scan_in_worker(document, settings) -> tuple[list[list], list[tuple[str, str]
 def scan_elsewhere(compute, plugins, document, settings) -> list[list]:
     """:func:`call_scanners` in a compute worker; here when the worker failed (crashed,
     out of memory), with a warning. The service shutting down propagates."""
+    from loguru import logger
+
     from kbwatch.pipeline.errors import PermanentError
 
     try:
         batches, said = compute.call(scan_in_worker, document, settings)
     except PermanentError as exc:
-        from loguru import logger
-
         logger.warning("a scan worker failed ({}); scanning this text in the service instead", exc.message)
         return call_scanners(plugins, document, settings)
-    if said:
-        from loguru import logger
-
-        for level, message in said:
-            logger.log(level, "{} (in a compute worker)", message)
+    for level, message in said:
+        logger.log(level, "{} (in a compute worker)", message)
     return batches
 
 

@@ -19,6 +19,7 @@ in a worker is logged once, by the service.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -186,18 +187,34 @@ def _keys(findings) -> list[tuple]:
     return [(f.rule, f.offset, f.line, f.column, f.length, f.severity, f.fingerprint) for f in findings]
 
 
+def _compute_pool(settings: dict, workers: int):
+    """A real pool of compute workers, made as the runner makes it (``compute_pool``)."""
+    from kbwatch.pipeline.parsing import compute_pool
+
+    return compute_pool({**settings, "service": {**settings["service"], "compute_workers": workers}})
+
+
+@contextlib.contextmanager
+def _warnings_logged():
+    """The messages logged (loguru) at WARNING or above within the block, in this process."""
+    from loguru import logger
+
+    said: list[str] = []
+    sink = logger.add(lambda m: said.append(m.record["message"]), level="WARNING", format="{message}")
+    try:
+        yield said
+    finally:
+        logger.remove(sink)
+
+
 @pytest.fixture
 def compute(tmp_path):
     """A real pool of two compute workers, as the runner makes it."""
-    import functools
-
     from kbwatch.pipeline.config import load_settings
-    from kbwatch.pipeline.parsing import compute_warmup
     from kbwatch.pipeline.plugins import build_plugin_manager
-    from kbwatch.pipeline.workers import WorkerPool
 
     settings = load_settings(tmp_path)
-    pool = WorkerPool(2, warmup=functools.partial(compute_warmup, settings), kind="compute")
+    pool = _compute_pool(settings, 2)
     try:
         yield pool, build_plugin_manager(settings), settings
     finally:
@@ -241,15 +258,11 @@ def test_a_compute_worker_killed_mid_scan_costs_no_finding(compute):
     from kbwatch.pipeline.model import ParsedDocument
     from kbwatch.plugins.scan import OFFLOAD_CHARS, run_scanners
 
-    from loguru import logger
-
     pool, plugins, settings = compute
     text = _large_text(single_line=True)[0][:OFFLOAD_CHARS * 3]
     here = run_scanners(plugins, ParsedDocument(markdown=text), settings)
     result: list = []
-    said: list[str] = []
-    sink = logger.add(lambda m: said.append(m.record["message"]), level="WARNING", format="{message}")
-    try:
+    with _warnings_logged() as said:
         scan = threading.Thread(target=lambda: result.append(run_scanners(plugins, ParsedDocument(markdown=text),
                                                                           settings, pool)))
         scan.start()
@@ -265,8 +278,6 @@ def test_a_compute_worker_killed_mid_scan_costs_no_finding(compute):
         time.sleep(0.2)
         os.kill(busy[0].proc.pid, signal.SIGKILL)
         scan.join(timeout=120)
-    finally:
-        logger.remove(sink)
     assert not scan.is_alive()
     assert result and _keys(result[0]) == _keys(here)
     assert any(m.startswith("a scan worker failed (the compute worker crashed") for m in said), said
@@ -353,15 +364,9 @@ def kb_scan(document, settings):
 def test_a_scanner_failing_in_a_compute_worker_is_logged_by_the_service_once(tmp_path, capfd):
     """The worker writes no log of its own: the warning comes back with the findings and the
     service logs it (so it reaches the service's log file), once, without the text."""
-    import functools
-
-    from loguru import logger
-
     from kbwatch.pipeline.config import load_settings
     from kbwatch.pipeline.model import ParsedDocument
-    from kbwatch.pipeline.parsing import compute_warmup
     from kbwatch.pipeline.plugins import build_plugin_manager
-    from kbwatch.pipeline.workers import WorkerPool
     from kbwatch.plugins.scan import OFFLOAD_CHARS, run_scanners
 
     (tmp_path / "boom.py").write_text(BOOM_PLUGIN, encoding="utf-8")
@@ -369,14 +374,12 @@ def test_a_scanner_failing_in_a_compute_worker_is_logged_by_the_service_once(tmp
     settings = load_settings(tmp_path)
     text = f"aws_access_key_id = {FAKE_KEY}\n" + "A plain sentence about the quarterly review.\n" * (OFFLOAD_CHARS // 40)
     assert OFFLOAD_CHARS < len(text) < (1 << 20)  # one task, whole
-    pool = WorkerPool(1, warmup=functools.partial(compute_warmup, settings), kind="compute")
-    said: list[str] = []
-    sink = logger.add(lambda m: said.append(m.record["message"]), level="WARNING", format="{message}")
+    pool = _compute_pool(settings, 1)
     try:
-        findings = run_scanners(build_plugin_manager(settings), ParsedDocument(markdown=text), settings, pool)
+        with _warnings_logged() as said:
+            findings = run_scanners(build_plugin_manager(settings), ParsedDocument(markdown=text), settings, pool)
         tasks = _tasks_done(pool)
     finally:
-        logger.remove(sink)
         pool.close()
     assert tasks == 1  # scanned in the worker
     assert [f.rule for f in findings if f.rule == "format.scanner-error"] == ["format.scanner-error"]

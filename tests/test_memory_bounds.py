@@ -98,10 +98,29 @@ def test_the_tokenizer_word_cache_is_bounded_and_starts_over_when_full():
     from kbwatch.plugins.retrieval import tokenizer
 
     before = tokenizer.tokenize("Reports reporting servers")
-    words = " ".join(f"w{i}zq" for i in range(tokenizer.WORD_CACHE_MAX + 10))  # all distinct
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = " ".join("w" + letters[i // 676 % 26] + letters[i // 26 % 26] + letters[i % 26] + "zq"
+                     for i in range(tokenizer.WORD_CACHE_MAX + 10))  # all distinct, letters only
     tokenizer.tokenize(words)
     assert 0 < len(tokenizer._words) <= tokenizer.WORD_CACHE_MAX
     assert tokenizer.tokenize("Reports reporting servers") == before  # same tokens after a start-over
+
+
+def test_words_with_digits_are_tokenised_but_not_kept_in_the_word_cache():
+    """Amounts, dates and IDs are rarely seen twice: caching them only churned the cache (issue 12, the soak)."""
+    import Stemmer
+
+    from kbwatch.plugins.retrieval import tokenizer
+
+    tokenizer._words.clear()
+    text = "Invoice INV2024x0001 paid 1,250.00 on 2024-03-01 for servers; ticket abc123s reopened"
+    got = tokenizer.tokenize(text)
+    stem = Stemmer.Stemmer("english").stemWord
+    assert got == [t for t in (stem(w) for w in tokenizer._WORD_RE.findall(tokenizer.normalize(text))
+                               if len(w) >= 2 and w not in tokenizer.ENGLISH_STOP_WORDS) if t]
+    assert "inv2024x0001" in got and "2024" in got and "abc123" in got  # stemmed like any word
+    assert {w for w in tokenizer._words if len(w) > 1} == {"invoice", "paid", "on", "for", "servers", "ticket", "reopened"}
+    assert tokenizer.tokenize(text) == got
 
 
 def test_stemming_new_words_keeps_no_second_cache():

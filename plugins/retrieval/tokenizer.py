@@ -68,6 +68,7 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+_has_digit = re.compile(r"\d").search
 WORD_CACHE_MAX = 20_000  # ~4 MB of words and their stems at most (~185 bytes each)
 
 
@@ -77,13 +78,18 @@ class _WordCache(dict):
     Bounded: a long-running service meets new words for ever (numbers, IDs,
     random tags, names), and an unbounded cache was a steady part of its
     resident growth in the soak. When full it starts over; the frequent words
-    are back after a few documents (stemming a word costs ~1 µs)."""
+    are back after a few documents (stemming a word costs ~1 µs). Words with a
+    digit (amounts, dates, IDs, phone numbers, row numbers of a table) are
+    stemmed but not kept: they are rarely seen twice, and a number-heavy
+    document filled the cache with them, starting it over again and again."""
 
     def __missing__(self, word: str) -> str:
         if len(word) < 2 or word in ENGLISH_STOP_WORDS:
             tok = ""
         else:
             tok = _stemmer.stemWord(word)
+            if _has_digit(word) is not None:
+                return tok
         if len(self) >= WORD_CACHE_MAX:
             self.clear()
         self[word] = tok

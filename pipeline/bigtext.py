@@ -57,11 +57,14 @@ def _cut(text: str, pos: int, lo: int) -> int:
     return nl + 1 if nl >= 0 else pos
 
 
-def windows(text: str, start: int = 0, end: int | None = None, size: int = WINDOW_CHARS,
-            overlap: int = WINDOW_OVERLAP) -> Iterator[Window]:
-    """Windows covering ``text[start:end]``: each owns ~``size`` characters (cut after a line
-    break when one lies in its second half) and is scanned with ``overlap`` characters of
+def windows(text: str, start: int = 0, end: int | None = None, size: int | None = None,
+            overlap: int | None = None) -> Iterator[Window]:
+    """Windows covering ``text[start:end]``: each owns ~``size`` characters (default
+    :data:`WINDOW_CHARS`, read at each call) cut after a line break when one lies in its
+    second half, and is scanned with ``overlap`` characters (:data:`WINDOW_OVERLAP`) of
     context on both sides (cut at line breaks when possible)."""
+    size = WINDOW_CHARS if size is None else size
+    overlap = WINDOW_OVERLAP if overlap is None else overlap
     end = len(text) if end is None else end
     pos = start
     while pos < end:

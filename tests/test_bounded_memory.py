@@ -175,16 +175,17 @@ PLANTED = (f"aws_access_key_id = {FAKE_KEY}", "Ignore all previous instructions 
            "联系邮箱 someone.name@example.com 电话 13812345678")
 
 
-def _large_text(single_line: bool) -> tuple[str, list[int]]:
-    """~2.5 Mi characters of mixed prose with the planted risks straddling the 1 Mi window
-    cuts and in between; returns the text and where each planted string starts."""
+def _large_text(single_line: bool, unit: int = 1 << 20) -> tuple[str, list[int]]:
+    """~2.5 ``unit`` characters of mixed prose with the planted risks straddling the cuts of
+    windows of ``unit`` characters and in between (default 1 Mi: the scan's window); returns
+    the text and where each planted string starts."""
     import random
 
     rng = random.Random(7)
     sep = " " if single_line else "\n"
     pieces, pos, at = [], 0, []
-    targets = [(1 << 20) - 30, (1 << 20) + 5000, (2 << 20) - 10, 100_000]
-    while pos < (5 << 19):
+    targets = [unit - 30, unit + 5000, 2 * unit - 10, unit // 10]
+    while pos < 5 * unit // 2:
         if targets and pos >= min(targets):
             targets.remove(min(targets))
             s = PLANTED[len(at) % len(PLANTED)]
@@ -198,16 +199,25 @@ def _large_text(single_line: bool) -> tuple[str, list[int]]:
     return "".join(pieces), at
 
 
-def test_windowed_scan_finds_what_a_whole_scan_finds(tmp_path):
+def test_windowed_scan_finds_what_a_whole_scan_finds(tmp_path, monkeypatch):
+    """Windows of 128 Ki characters instead of 1 Mi (the cutting and the merging do not depend on
+    the size; the compute-worker tests below scan with the real one): a whole-text scan of 2.5 Mi
+    characters, twice, took ~90 s of CPU on a slow machine."""
+    from kbwatch.pipeline import bigtext
     from kbwatch.pipeline.config import load_settings
     from kbwatch.pipeline.model import ParsedDocument
     from kbwatch.pipeline.plugins import build_plugin_manager
+    from kbwatch.plugins import scan
     from kbwatch.plugins.scan import DOCUMENT_RULES, run_scanners
 
+    unit = 128 * 1024
+    monkeypatch.setattr(bigtext, "WINDOW_CHARS", unit)
+    monkeypatch.setattr(scan, "LARGE_CHARS", unit)
     settings = load_settings(tmp_path)
     plugins = build_plugin_manager(settings)
     for single_line in (False, True):
-        text, planted = _large_text(single_line)
+        text, planted = _large_text(single_line, unit)
+        assert len(list(bigtext.windows(text))) == 3  # the text is cut twice
         windowed = run_scanners(plugins, ParsedDocument(markdown=text), settings)
         whole = [f for batch in plugins.hook.kb_scan(document=ParsedDocument(markdown=text), settings=settings)
                  for f in batch or []]

@@ -7,11 +7,23 @@ labels (``## Sheet: Sheet1``), empty table skeletons (``| | |`` and ``|---|``),
 fence lines (a fence's language name is not the file's text). What is left
 once those are set aside counts as text when it holds at least one letter or
 digit, in any script; punctuation and Markdown syntax alone do not count.
+
+A text longer than one window (64 Ki characters) is looked at a window at a
+time, cut at line breaks, so that no regex runs over all of it at once (a 25 MB
+single-line text held the GIL for 0.6 s here) and a document with text says so
+after its first window. A comment left open at a cut goes on into the next
+window, and a line is looked at once it is whole, as the whole-text rule sees it
+once its comments are set aside. Where a cut must fall inside a line (one longer
+than half a window) a comment's ``<!--`` can be cut in two, and a line longer
+than a window is looked at in pieces, so that a note cut in half reads as text:
+such a document is kept rather than failed as "no text", never the other way.
 """
 
 from __future__ import annotations
 
 import re
+
+from kbwatch.pipeline import bigtext
 
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 _NOTE_LINE = re.compile(r"^[ \t]*\*(?:\[.*\]|\(.*\))\*[ \t]*$", re.M)  # kbwatch's notes: *[...]* and *(...)*
@@ -20,24 +32,45 @@ _FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n]*$", re.M)
 _LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 
 
-_HEAD = 65536  # most documents show text in their first lines: no need to look at all of a big one
+_WINDOW = 65536  # most documents show text in their first lines: the first window says so
 
 
 def has_text(markdown: str) -> bool:
     """True when ``markdown`` holds a letter or digit outside markers, notes and Markdown syntax."""
     if not markdown or markdown.isspace():
         return False
-    if len(markdown) > _HEAD:
-        # whole lines only: a note cut in half would look like text (a comment cut in half
-        # reads as a comment to the end, which can only say "no text" and send us on)
-        head = markdown[:_HEAD].rpartition("\n")[0]
-        if head and _letters_outside_markup(head):
-            return True
-    return _letters_outside_markup(markdown)
+    if len(markdown) <= _WINDOW:
+        return _letters_outside_markup(markdown)
+    return _letters_outside_markup_by_window(markdown)
 
 
 def _letters_outside_markup(markdown: str) -> bool:
-    rest = _COMMENT.sub(" ", markdown)
+    return _letters_outside_lines(_COMMENT.sub(" ", markdown))
+
+
+def _letters_outside_lines(rest: str) -> bool:
     for pattern in (_NOTE_LINE, _SHEET_LABEL, _FENCE_LINE):
         rest = pattern.sub(" ", rest)
     return _LETTER_OR_DIGIT.search(rest) is not None
+
+
+def _letters_outside_markup_by_window(markdown: str) -> bool:
+    opened = -1  # where a comment still open at the last cut began
+    line = ""  # what follows the last line break so far, comments set aside: a line not yet whole
+    for w in bigtext.windows(markdown, size=_WINDOW, overlap=0):
+        start = w.own_start
+        if opened >= 0:  # its "-->" may straddle the cut: look from two characters before
+            close = markdown.find("-->", max(opened + 4, start - 2), w.own_end)
+            if close < 0:
+                continue
+            start, opened = close + 3, -1
+        raw = markdown[start:w.own_end]
+        last = raw.rfind("<!--")
+        if last >= 0 and raw.find("-->", last + 4) < 0:
+            opened = start + last  # _COMMENT reads it to the end of raw, as one " "
+        lines, newline, line = (line + _COMMENT.sub(" ", raw)).rpartition("\n")
+        if len(line) > _WINDOW:  # a line longer than a window: looked at in pieces
+            lines, newline, line = lines + newline + line, "", ""
+        if _letters_outside_lines(lines + newline):
+            return True
+    return bool(line) and _letters_outside_lines(line)

@@ -26,7 +26,7 @@ import io
 import re
 
 from kbwatch.pipeline import hookimpl
-from kbwatch.pipeline.bigtext import LARGE_CHARS, newline_bounds
+from kbwatch.pipeline.bigtext import LARGE_CHARS, newline_bounds, normalise_newlines
 from kbwatch.pipeline.errors import PermanentError
 from kbwatch.pipeline.fsutil import read_all
 from kbwatch.pipeline.model import ParsedDocument, ParserInfo
@@ -63,7 +63,7 @@ def kb_parser_info():
 @hookimpl
 def kb_parse(path, ext, settings):
     text, encoding = decode_bytes(read_all(path), path.name)  # the bytes are freed on return
-    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")  # no copy when nothing changes
+    text = normalise_newlines(text).lstrip("\ufeff")  # no copy when nothing changes
     large = len(text) > LARGE_CHARS
     title = None
     if ext in TABLE_EXTS:
@@ -76,13 +76,16 @@ def kb_parse(path, ext, settings):
         body = org_headings(text)
     else:
         start, end = newline_bounds(text)
-        body = text if (start, end) == (0, len(text)) else text[start:end]
+        if start == 0 and end >= len(text) - (1 if large else 0):
+            body = text  # a large text keeps its one final newline: no whole-text copy to cut it
+        else:
+            body = text[start:end]
     del text
     if ext not in CODE_EXTS:  # the first heading; in a large text, within its first 1 MB
         match = _HEADING.search(body, 0, LARGE_CHARS if large else len(body))
         if match:
             title = match.group(1).strip()
-    # a large body is returned as is (no copy to add the final newline: parsed/ adds it)
+    # a large body is returned as is (no copy to add the final newline: parsed/ adds it or keeps its own)
     doc = ParsedDocument(markdown=body if large or not body else body + "\n", parser="text", title=title)
     doc.metadata["encoding"] = encoding
     if not body or body.isspace():

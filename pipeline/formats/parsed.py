@@ -15,20 +15,24 @@ def _comment_safe(text: str) -> str:
 
 def render_parsed_parts(source_name: str, archived: str, parsed_at: str, title: str, body: str) -> list[str]:
     """The parsed file as parts to write one after the other (``"".join`` is the file):
-    header comments, a ``# title`` unless the body starts with one, the body. A large body is
-    passed through without a copy unless it has surrounding newlines to strip."""
+    header comments, a ``# title`` unless the body starts with one, the body and one final
+    newline. A large body is passed through without a copy unless it has surrounding newlines
+    to strip beyond one final newline (which is then the file's own)."""
     head = (
         f"<!-- source: {_comment_safe(source_name)} -->\n"
         f"<!-- archived: {_comment_safe(archived)} -->\n"
         f"<!-- parsed_at: {_comment_safe(parsed_at)} -->\n\n"
     )
     start, end = newline_bounds(body)
-    if start or end < len(body):
+    tail = "\n"
+    if start == 0 and end == len(body) - 1:
+        tail = ""  # body[:end] + "\n" is the body itself
+    elif start or end < len(body):
         body = body[start:end]
     first = next((l for l in first_lines(body) if l.strip() and not l.startswith("<!--")), "")
     if not first.startswith("# "):
-        return [head, f"# {title}\n\n", body, "\n"] if body else [head, f"# {title}", "\n"]
-    return [head, body, "\n"]
+        return [head, f"# {title}\n\n", body, tail] if body else [head, f"# {title}", "\n"]
+    return [head, body, tail]
 
 
 def render_parsed(source_name: str, archived: str, parsed_at: str, title: str, body: str) -> str:

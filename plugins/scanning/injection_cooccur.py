@@ -22,10 +22,12 @@ someone ignored something). Runs on the normalised, simplified view like the fra
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from itertools import islice
+from typing import Iterator
 
 from . import injection_frames as FR
-from .alternation import longest_first
+from .alternation import by_first_char, longest_first
 
 __all__ = ["hits"]
 
@@ -123,8 +125,16 @@ def _words(classes: list[str], table: dict) -> list[str]:
     return [w for c in classes for w in (extra[c] if c in extra else table[c]) if not w.startswith("(?")]
 
 
+ALTERNATIONS: list[tuple[re.Pattern, tuple[str, ...]]] = []  # every word list made a pattern here, with its words
+
+
 def _alt(words) -> re.Pattern:
-    return re.compile("|".join(longest_first({re.escape(w) for w in words})))
+    """The longest of ``words`` at each position, its branches grouped by first character (a search
+    of a long text tries only the few words that start with the character at hand)."""
+    words = tuple(words)
+    pattern = re.compile(by_first_char("|".join(longest_first({re.escape(w) for w in words}))))
+    ALTERNATIONS.append((pattern, words))
+    return pattern
 
 
 _MODEL_RE = _alt(_MODEL_ONLY)
@@ -149,9 +159,9 @@ _VOID_SCOPE = _alt(FR.ZH_SCOPE + ["previous", "prior", "earlier", "original", "o
 # targets that name their own scope: 前约, 旧章, 旧规 (the classical register), 对话规则
 _MODEL_SCOPED = frozenset(("系统提示", "提示词", "系统指令", "系统消息", "初始指令", "system prompt", "system message"))
 _SELF_SCOPED = ("前约", "旧约", "旧章", "旧规", "旧律", "旧令", "前令", "旧设定", "初始设置", "初始配置", "出厂配置")
-_VOID_TARGET = _alt(_words(["rules", "prompt"], FR.ZH_TARGETS) + _MODEL_ONLY + list(_SELF_SCOPED) + ["条款", "边界", "安排", "设置", "policy",
-                                                                              "policies", "rules", "safety rules", "注意事项", "那些话", "约定",
-                                                                              "这些话", "的话", "内容"])
+_VOID_WORDS = _words(["rules", "prompt"], FR.ZH_TARGETS) + _MODEL_ONLY + list(_SELF_SCOPED) + [
+    "条款", "边界", "安排", "设置", "policy", "policies", "rules", "safety rules", "注意事项", "那些话", "约定", "这些话", "的话", "内容"]
+_VOID_TARGET = _alt(_VOID_WORDS)
 # "从这句起": the era starts at this very text (a contract says 自…之日起), so it is said to the reader
 _ERA = r"(?:从|自)(?:这句话?|本句|这里|此处|这一?刻|此刻|这段|本段|下面|以下)(?:开始)?起?"
 _VOID_ACT = re.compile(r"(?:全部|都|均|统统|一律|全都|一概|已经|已|就|自本段起|自即日起|自此|从此|从现在起|即刻|立即|当作|当成|视为|视作|就当是?|都当是?|"
@@ -176,33 +186,60 @@ _VOID_CONTEXT = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|as
 _PEOPLE = re.compile(r"各位|同事|全体|员工|同学们|大家|各部门|广大|用户们|家长|乘客|会员")
 
 
-def _void_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
+def _sentences(vt: str) -> tuple[list[tuple[int, int]], list[int]]:
+    """The spans of ``vt``'s sentences (runs between 。！？!? and line ends) and their starts."""
+    spans = [m.span() for m in _SENTENCE.finditer(vt)]
+    return spans, [a for a, _ in spans]
+
+
+def _in_sentences(pattern: re.Pattern, vt: str, sents: list[tuple[int, int]], starts: list[int],
+                  shortest: int) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+    """(sentence index, its first ``_MAX_WORDS`` matches of ``pattern``, relative to it) for each
+    sentence of ``shortest`` to 400 characters that holds a match, in text order.
+
+    The patterns are alternations of plain words, none of them holding a character that ends a
+    sentence (tests/test_scan_cooccur_words.py): a match never crosses a sentence's edge, so what
+    this walk over the whole text finds inside a sentence is what a walk over that sentence alone
+    finds. A text of thousands of sentences is not searched sentence by sentence for words that
+    most of them lack; after a sentence's matches (or a sentence too long to look at) the walk
+    goes on from its end."""
+    search, pos = pattern.search, 0
+    while (m := search(vt, pos)) is not None:
+        i = bisect_right(starts, m.start()) - 1
+        s0, s1 = sents[i]
+        if shortest <= s1 - s0 <= 400:
+            found = [(m.start() - s0, m.end() - s0)]
+            while len(found) < _MAX_WORDS and (m := search(vt, m.end(), s1)) is not None:
+                found.append((m.start() - s0, m.end() - s0))
+            yield i, found
+        pos = s1
+
+
+def _void_hits(vt: str, sents: list[tuple[int, int]], starts: list[int]) -> list[tuple[str, str, str, int, int]]:
     out = []
-    sents = list(_SENTENCE.finditer(vt))
-    for i, sm in enumerate(sents):
-        sent = sm.group()
-        if len(sent) > 400:
-            continue
-        for tm in islice(_VOID_TARGET.finditer(sent), _MAX_WORDS):
-            lo = max(0, tm.start() - 10)
-            if not (_VOID_SCOPE.search(sent, lo, tm.start()) or tm.group() in _SELF_SCOPED or tm.group() in _MODEL_SCOPED):
+    for i, targets in _in_sentences(_VOID_TARGET, vt, sents, starts, 1):
+        s0, s1 = sents[i]
+        sent = vt[s0:s1]
+        for t0, t1 in targets:
+            lo = max(0, t0 - 10)
+            if not (_VOID_SCOPE.search(sent, lo, t0) or sent[t0:t1] in _SELF_SCOPED or sent[t0:t1] in _MODEL_SCOPED):
                 continue
-            am = _VOID_ACT.match(sent, tm.end()) or next(
-                (m for m in (_VOID_ACT.search(sent, tm.end(), tm.end() + 14),)
-                 if m and (not _CLAUSE_BREAK.search(sent, tm.end(), m.start()) or _ERA_RX.match(m.group()))), None)
+            am = _VOID_ACT.match(sent, t1) or next(
+                (m for m in (_VOID_ACT.search(sent, t1, t1 + 14),)
+                 if m and (not _CLAUSE_BREAK.search(sent, t1, m.start()) or _ERA_RX.match(m.group()))), None)
             if am is None or am.end() == am.start():
                 continue
             if FR._ZH_NEG.search(sent[max(0, am.start() - 3):am.start()]) or _QUESTION.search(sent[am.end():am.end() + 4]):
                 continue
-            if _THIRD.match(sent[_clause_start(sent, tm.start()):tm.start()]) or _ABOUT_ATTACKS.search(sent):
+            if _THIRD.match(sent[_clause_start(sent, t0):t0]) or _ABOUT_ATTACKS.search(sent):
                 continue
-            ctx = sent + (sents[i + 1].group() if i + 1 < len(sents) else "")
+            ctx = sent + (vt[sents[i + 1][0]:sents[i + 1][1]] if i + 1 < len(sents) else "")
             if not _VOID_CONTEXT.search(ctx):
                 continue
             if _PEOPLE.search(ctx) and not _FAMILIAR.search(ctx):
                 continue
             out.append(("injection.override", "high", "宣布模型的规则或提示作废（目标×作废，对模型说）",
-                        sm.start() + lo, sm.start() + am.end()))
+                        s0 + lo, s0 + am.end()))
             break
     return out
 
@@ -240,19 +277,18 @@ def _anaphor_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
 
 def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
     """(rule, severity, message, start, end) for each clause where an act meets its target."""
-    out = _void_hits(vt) if _VOID_TARGET.search(vt) else []
-    out += _anaphor_hits(vt)
+    void = _VOID_TARGET.search(vt) is not None
     live = [c for c in _COMPILED if c[2].search(vt) and c[3].search(vt)]  # one pass each over the text
+    sents, starts = _sentences(vt) if void or live else ([], [])
+    out = _void_hits(vt, sents, starts) if void else []
+    out += _anaphor_hits(vt)
     if not live:
         return out
-    for sm in _SENTENCE.finditer(vt):
-        sent = sm.group()
-        if len(sent) < 4 or len(sent) > 400:
-            continue
-        for rule, msg, act_re, tgt_re, addressee in live:
-            acts = [(m.start(), m.end()) for m in islice(act_re.finditer(sent), _MAX_WORDS)]
-            if not acts:
-                continue
+    found = []  # (sentence start, pair, hit): at most one per sentence and pair, put in the text's order below
+    for n, (rule, msg, act_re, tgt_re, addressee) in enumerate(live):
+        for i, acts in _in_sentences(act_re, vt, sents, starts, 4):
+            s0, s1 = sents[i]
+            sent = vt[s0:s1]
             tgts = [(m.start(), m.end()) for m in islice(tgt_re.finditer(sent), _MAX_WORDS)]
             if not tgts:
                 continue
@@ -291,6 +327,7 @@ def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
                     continue
                 if sent[a0:a1] in _NEGATORS and _CONVENIENCE.match(sent, hi) and not _FAMILIAR.search(sent):
                     continue
-                out.append((rule, "high", msg, sm.start() + lo, sm.start() + hi))
+                found.append((s0, n, (rule, "high", msg, s0 + lo, s0 + hi)))
                 break
-    return out
+    found.sort(key=lambda f: f[:2])
+    return out + [hit for _, _, hit in found]

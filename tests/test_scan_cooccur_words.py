@@ -33,27 +33,27 @@ def test_no_word_holds_a_sentence_end_or_is_empty():
 def _reference(pattern: re.Pattern, text: str, shortest: int) -> list:
     """What the detector did before: each sentence searched alone."""
     out = []
-    for i, sm in enumerate(C._SENTENCE.finditer(text)):
+    for sm in C._SENTENCE.finditer(text):
         sent = sm.group()
         if not shortest <= len(sent) <= 400:
             continue
         found = [m.span() for m in islice(pattern.finditer(sent), C._MAX_WORDS)]
         if found:
-            out.append((i, found))
+            out.append((*sm.span(), found))
     return out
 
 
 _PIECES = (["忽略", "忽略之前", "规则", "系统提示", "提示词", "输出", "内容", "设置", "的", "你", "请", "把",
-            "ignore", "rules", "system prompt", " ", "，", "文", "字"] + list(SENTENCE_ENDS) + ["长" * 390, "很长的句子" * 30])
+            "ignore", "rules", "system prompt", " ", "，", "文", "字"] + list(SENTENCE_ENDS)
+           + ["长" * 390, "很长的句子" * 30, "长" * 394, "长" * 396, "长" * 399])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=80), st.sampled_from([1, 4]))
 def test_the_walk_finds_in_each_sentence_what_a_search_of_that_sentence_finds(pieces, shortest):
     text = "".join(pieces)
-    sents, starts = C._sentences(text)
     for pattern, _ in C.ALTERNATIONS:
-        assert list(C._in_sentences(pattern, text, sents, starts, shortest)) == _reference(pattern, text, shortest)
+        assert list(C._in_sentences(pattern, text, shortest)) == _reference(pattern, text, shortest)
 
 
 def test_an_adversarial_sentence_is_read_at_most_max_words_deep():
@@ -62,7 +62,7 @@ def test_an_adversarial_sentence_is_read_at_most_max_words_deep():
     pattern, words = C.ALTERNATIONS[0]
     word = min((w for w in words if pattern.fullmatch(w)), key=len)
     text = ("你" + word) * (300 // (len(word) + 1)) + "。" + ("你" + word) * 200 + "。" + "你" + word + "。"
-    sents, starts = C._sentences(text)
+    sents = [m.span() for m in C._SENTENCE.finditer(text)]
     assert len(sents) == 3 and sents[0][1] - sents[0][0] <= 400 < sents[1][1] - sents[1][0]
     calls = []
 
@@ -71,7 +71,16 @@ def test_an_adversarial_sentence_is_read_at_most_max_words_deep():
             calls.append(args[1:])
             return pattern.search(*args)
 
-    got = list(C._in_sentences(Counting(), text, sents, starts, 1))
-    assert [(i, len(found)) for i, found in got] == [(0, C._MAX_WORDS), (2, 1)]
+    got = list(C._in_sentences(Counting(), text, 1))
+    assert [(s0, len(found)) for s0, _, found in got] == [(0, C._MAX_WORDS), (sents[2][0], 1)]
     assert got == _reference(pattern, text, 1)
     assert len(calls) <= C._MAX_WORDS + 5, calls
+
+
+def test_sentences_of_400_characters_are_looked_at_and_of_401_are_not():
+    pattern = next(p for p, words in C.ALTERNATIONS if "规则" in words)
+    for length in (3, 4, 399, 400, 401, 402, 900):
+        for text in ("长" * (length - 2) + "规则。", "规则" + "长" * (length - 2) + "。", "你。" + "长" * (length - 2) + "规则",
+                     "长" * (length // 2) + "规则" + "长" * (length - length // 2 - 2) + "\n规则。"):
+            for shortest in (1, 4):
+                assert list(C._in_sentences(pattern, text, shortest)) == _reference(pattern, text, shortest), (length, text[:8])

@@ -22,7 +22,6 @@ someone ignored something). Runs on the normalised, simplified view like the fra
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from itertools import islice
 from typing import Iterator
 
@@ -186,39 +185,44 @@ _VOID_CONTEXT = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|as
 _PEOPLE = re.compile(r"各位|同事|全体|员工|同学们|大家|各部门|广大|用户们|家长|乘客|会员")
 
 
-def _sentences(vt: str) -> tuple[list[tuple[int, int]], list[int]]:
-    """The spans of ``vt``'s sentences (runs between 。！？!? and line ends) and their starts."""
-    spans = [m.span() for m in _SENTENCE.finditer(vt)]
-    return spans, [a for a, _ in spans]
+_ENDS = "。！？!?\n"  # what ends a sentence (_SENTENCE: the runs between them)
 
 
-def _in_sentences(pattern: re.Pattern, vt: str, sents: list[tuple[int, int]], starts: list[int],
-                  shortest: int) -> Iterator[tuple[int, list[tuple[int, int]]]]:
-    """(sentence index, its first ``_MAX_WORDS`` matches of ``pattern``, relative to it) for each
+def _sentence_at(vt: str, pos: int) -> tuple[int, int]:
+    """The span of the sentence holding the character at ``pos`` (not an end itself); its start is
+    -1 when it starts over 400 characters before ``pos`` (too long to look at: not looked for)."""
+    lo = max(0, pos - 400)
+    start = max(vt.rfind(ch, lo, pos) for ch in _ENDS) + 1
+    if start == 0 and lo > 0:
+        start = -1
+    end = _SENTENCE.match(vt, pos)
+    return start, end.end() if end else pos
+
+
+def _in_sentences(pattern: re.Pattern, vt: str, shortest: int) -> Iterator[tuple[int, int, list[tuple[int, int]]]]:
+    """(sentence start, end, its first ``_MAX_WORDS`` matches of ``pattern`` relative to it) for each
     sentence of ``shortest`` to 400 characters that holds a match, in text order.
 
     The patterns are alternations of plain words, none of them holding a character that ends a
     sentence (tests/test_scan_cooccur_words.py): a match never crosses a sentence's edge, so what
-    this walk over the whole text finds inside a sentence is what a walk over that sentence alone
+    this walk over the whole text finds inside a sentence is what a search of that sentence alone
     finds. A text of thousands of sentences is not searched sentence by sentence for words that
-    most of them lack; after a sentence's matches (or a sentence too long to look at) the walk
-    goes on from its end."""
+    most of them lack, and no list of its sentences is made; after a sentence's matches (or a
+    sentence too long to look at) the walk goes on from its end."""
     search, pos = pattern.search, 0
     while (m := search(vt, pos)) is not None:
-        i = bisect_right(starts, m.start()) - 1
-        s0, s1 = sents[i]
-        if shortest <= s1 - s0 <= 400:
+        s0, s1 = _sentence_at(vt, m.start())
+        if s0 >= 0 and shortest <= s1 - s0 <= 400:
             found = [(m.start() - s0, m.end() - s0)]
             while len(found) < _MAX_WORDS and (m := search(vt, m.end(), s1)) is not None:
                 found.append((m.start() - s0, m.end() - s0))
-            yield i, found
+            yield s0, s1, found
         pos = s1
 
 
-def _void_hits(vt: str, sents: list[tuple[int, int]], starts: list[int]) -> list[tuple[str, str, str, int, int]]:
+def _void_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
     out = []
-    for i, targets in _in_sentences(_VOID_TARGET, vt, sents, starts, 1):
-        s0, s1 = sents[i]
+    for s0, s1, targets in _in_sentences(_VOID_TARGET, vt, 1):
         sent = vt[s0:s1]
         for t0, t1 in targets:
             lo = max(0, t0 - 10)
@@ -233,7 +237,8 @@ def _void_hits(vt: str, sents: list[tuple[int, int]], starts: list[int]) -> list
                 continue
             if _THIRD.match(sent[_clause_start(sent, t0):t0]) or _ABOUT_ATTACKS.search(sent):
                 continue
-            ctx = sent + (vt[sents[i + 1][0]:sents[i + 1][1]] if i + 1 < len(sents) else "")
+            following = _SENTENCE.search(vt, s1)
+            ctx = sent + (following.group() if following else "")
             if not _VOID_CONTEXT.search(ctx):
                 continue
             if _PEOPLE.search(ctx) and not _FAMILIAR.search(ctx):
@@ -277,17 +282,14 @@ def _anaphor_hits(vt: str) -> list[tuple[str, str, str, int, int]]:
 
 def hits(vt: str) -> list[tuple[str, str, str, int, int]]:
     """(rule, severity, message, start, end) for each clause where an act meets its target."""
-    void = _VOID_TARGET.search(vt) is not None
-    live = [c for c in _COMPILED if c[2].search(vt) and c[3].search(vt)]  # one pass each over the text
-    sents, starts = _sentences(vt) if void or live else ([], [])
-    out = _void_hits(vt, sents, starts) if void else []
+    out = _void_hits(vt) if _VOID_TARGET.search(vt) else []
     out += _anaphor_hits(vt)
+    live = [c for c in _COMPILED if c[2].search(vt) and c[3].search(vt)]  # one pass each over the text
     if not live:
         return out
     found = []  # (sentence start, pair, hit): at most one per sentence and pair, put in the text's order below
     for n, (rule, msg, act_re, tgt_re, addressee) in enumerate(live):
-        for i, acts in _in_sentences(act_re, vt, sents, starts, 4):
-            s0, s1 = sents[i]
+        for s0, s1, acts in _in_sentences(act_re, vt, 4):
             sent = vt[s0:s1]
             tgts = [(m.start(), m.end()) for m in islice(tgt_re.finditer(sent), _MAX_WORDS)]
             if not tgts:

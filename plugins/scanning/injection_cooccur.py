@@ -185,16 +185,15 @@ _VOID_CONTEXT = re.compile(r"你|您|助手|模型|智能体|机器人|ai|gpt|as
 _PEOPLE = re.compile(r"各位|同事|全体|员工|同学们|大家|各部门|广大|用户们|家长|乘客|会员")
 
 
-_ENDS = "。！？!?\n"  # what ends a sentence (_SENTENCE: the runs between them)
+_LAST_END = re.compile(r"(?s).*[。！？!?\n]")  # up to the last character that ends a sentence (_SENTENCE's)
 
 
 def _sentence_at(vt: str, pos: int) -> tuple[int, int]:
     """The span of the sentence holding the character at ``pos`` (not an end itself); its start is
     -1 when it starts over 400 characters before ``pos`` (too long to look at: not looked for)."""
     lo = max(0, pos - 400)
-    start = max(vt.rfind(ch, lo, pos) for ch in _ENDS) + 1
-    if start == 0 and lo > 0:
-        start = -1
+    last = _LAST_END.match(vt, lo, pos)
+    start = last.end() if last else 0 if lo == 0 else -1
     end = _SENTENCE.match(vt, pos)
     return start, end.end() if end else pos
 

@@ -154,6 +154,7 @@ class WatchService:
         self.root = kb.root
         self.settings = kb.settings
         self.stop_event = threading.Event()
+        self.stop_signal: int | None = None  # what request_stop (the signal handler) saw; the loop acts on it
         self.runner = Runner(kb.root, kb.settings, kb.plugins, kb.journal)
         self.tracker = StabilityTracker(kb.settings["service"]["settle_seconds"], self._submit)
         self.observer, self.observer_kind = choose_observer(kb.root, kb.settings)
@@ -346,6 +347,10 @@ class WatchService:
         tick = max(0.05, min(0.25, svc["settle_seconds"] / 8 or 0.05))
         try:
             while not self.stop_event.is_set():
+                if self.stop_signal is not None:
+                    logger.info("received {}, shutting down", signal.Signals(self.stop_signal).name)
+                    self.stop_event.set()
+                    break
                 self.tracker.check()
                 now = time.monotonic()
                 if now >= next_rescan:
@@ -370,6 +375,15 @@ class WatchService:
                 self.stop_event.wait(tick)
         finally:
             self.shutdown()
+
+    def request_stop(self, signum: int, _frame=None) -> None:
+        """The SIGTERM/SIGINT handler: remember the signal, nothing more; the loop stops within a tick.
+
+        A handler runs in the main thread between two of its bytecodes, possibly while that thread
+        holds ``stop_event``'s lock inside ``Event.wait`` (or a log handler's lock): setting the event
+        or logging from here would wait, forever, for the very thread it interrupted. Seen in CI: a
+        SIGTERM left unanswered for 30 s, the main thread in ``Event.set`` under ``Event.wait``."""
+        self.stop_signal = signum
 
     def shutdown(self) -> None:
         logger.info("kbwatch stopping")
@@ -411,12 +425,8 @@ def run_service(kb: KnowledgeBase) -> int:
         raise
     service.state_guard = StateGuard(kb, lock)
 
-    def on_signal(signum, _frame):
-        logger.info("received {}, shutting down", signal.Signals(signum).name)
-        service.stop_event.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, service.request_stop)
+    signal.signal(signal.SIGINT, service.request_stop)
     # `kill -USR1 <pid>` prints every thread's stack to stderr: what a service that seems stuck is doing
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     from kbwatch.pipeline.memdebug import start_from_env

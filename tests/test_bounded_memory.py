@@ -433,7 +433,6 @@ def test_a_compute_worker_adds_its_log_sink_once_and_each_task_gets_only_its_own
     (tmp_path / "kbwatch.toml").write_text('[pipeline]\nplugins = ["boom.py"]\n', encoding="utf-8")
     settings = load_settings(tmp_path)
     monkeypatch.setattr(scan, "_SAID", None)
-    monkeypatch.setattr(scan, "_SAID_SINK", None)
     added = []
     real_add = logger.add
     monkeypatch.setattr(logger, "add", lambda *a, **kw: added.append(real_add(*a, **kw)) or added[-1])

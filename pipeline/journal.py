@@ -17,9 +17,33 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-import sqlite_utils
-
 from kbwatch.pipeline.heal import adoptable, copy_live, file_identity, move_aside, quick_check
+
+
+def _import_sqlite_utils():
+    """``sqlite_utils``, without the numpy and pandas it imports only to add their scalar types to
+    its column-type table (the journal never stores either). numpy alone was ~0.28 s of CPU, a
+    quarter of what ``kbwatch status`` cost to start; ``ask`` and the index still import it
+    when they need it. A name mapped to None in ``sys.modules`` makes its import fail
+    (``ModuleNotFoundError``, which sqlite_utils catches); the entries are removed at once, and
+    only while no other thread runs (an import elsewhere meanwhile would fail too)."""
+    import sys
+
+    blocked = [name for name in ("numpy", "pandas") if name not in sys.modules]
+    if threading.active_count() > 1 or "sqlite_utils" in sys.modules:
+        blocked = []
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        import sqlite_utils as module
+    finally:
+        for name in blocked:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+    return module
+
+
+sqlite_utils = _import_sqlite_utils()
 
 SCHEMA_VERSION = 1
 

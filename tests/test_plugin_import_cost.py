@@ -50,3 +50,31 @@ def test_engine_names_stay_reachable_from_the_plugin_module():
 
     assert scan_injection.scan_text is injection_scan.scan_text
     assert scan_injection.model_view is injection_scan.model_view
+
+
+STATUS_PROBE = r"""
+import json, sys
+from kbwatch.pipeline.cli import main
+try:
+    main(["status", "--json", "--root", sys.argv[1]])
+except SystemExit as exc:
+    code = exc.code
+print()
+print(json.dumps({"code": code, "numpy": "numpy" in sys.modules}))
+import numpy, sqlite_utils  # later imports of numpy are not hindered
+print(json.dumps({"numpy_after": numpy.__name__, "db": type(sqlite_utils.Database(memory=True)).__name__}))
+"""
+
+
+def test_status_does_not_import_numpy_through_sqlite_utils(tmp_path):
+    """sqlite_utils imports numpy only to map its scalar types, ~0.28 s of every command's start."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    subprocess.run([sys.executable, "-m", "kbwatch.run", "init", "p", "--root", str(root)], check=True,
+                   capture_output=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", STATUS_PROBE, str(root)], capture_output=True, text=True,
+                         timeout=120, check=True)
+    lines = out.stdout.strip().splitlines()
+    assert json.loads(lines[-2]) == {"code": 0, "numpy": False}, out.stdout + out.stderr
+    assert json.loads(lines[-1]) == {"numpy_after": "numpy", "db": "Database"}
+    assert json.loads("\n".join(lines[:-2]))["projects"][0]["name"] == "p"

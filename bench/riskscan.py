@@ -365,14 +365,14 @@ def cross_validate(paths: list[Path], thresholds=(3.6, 3.9, 4.1, 4.3, 4.5, 4.7))
             rows += [json.loads(line) for line in p.open(encoding="utf-8")]
     for path in INDEPENDENT_SETS:
         rows += [json.loads(line) for line in path.open(encoding="utf-8")]
-    keep = scan_secrets.ENTROPY_MIN
+    keep = scan_secrets.engine().ENTROPY_MIN
     preds = {}
     try:
         for t in thresholds:
-            scan_secrets.ENTROPY_MIN = t
+            scan_secrets.engine().ENTROPY_MIN = t
             preds[t] = _predictions(rows)
     finally:
-        scan_secrets.ENTROPY_MIN = keep
+        scan_secrets.engine().ENTROPY_MIN = keep
     fams = sorted({source_family(r) for r in rows})
     out = ["\n### secrets: high-entropy threshold by leave-one-source-out cross-validation\n",
            "| held out | chosen on the others (F1) | held-out recall | held-out precision |", "|---|---|---|---|"]

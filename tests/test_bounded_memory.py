@@ -115,6 +115,39 @@ def wait_while_working(pred, what: str, svc, stall: float = 120.0, guard: float 
 # a hang guard only: ~190 s alone on a slow 2-core machine, several times that beside the rest of
 # the suite; the waits below fail early when the service stops working (see wait_while_working)
 @pytest.mark.timeout(2400)
+def test_the_sampler_sees_every_descendant_psutil_sees():
+    """bench/memory.py reads the tree from /proc/PID/task/*/children: the same processes as
+    psutil's walk over every process, a grandchild and a child started by a thread included."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    code = ("import subprocess, sys, threading, time\n"
+            "kids = [subprocess.Popen([sys.executable, '-c', 'import subprocess, sys, time; "
+            "subprocess.Popen([sys.executable, \"-c\", \"import time; time.sleep(30)\"]); time.sleep(30)'])"
+            " for _ in range(2)]\n"
+            "threading.Thread(target=lambda: subprocess.Popen(['sleep', '30']).wait(), daemon=True).start()\n"
+            "print('started', flush=True); time.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        parent = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 20
+        while len(parent.children(recursive=True)) < 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        expected = sorted(c.pid for c in parent.children(recursive=True))
+        assert len(expected) == 5, expected
+        assert sorted(bench.descendant_pids(proc.pid)) == expected
+        main, kids = bench.tree_rss(parent)
+        assert main > 0 and kids >= 4 * 1048576
+    finally:
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            child.kill()
+        proc.kill()
+        proc.wait()
+
+
 def test_large_text_files_stay_under_600_mb_and_other_projects_flow(tmp_path):
     root = tmp_path / "kb"
     root.mkdir()

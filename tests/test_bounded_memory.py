@@ -112,9 +112,6 @@ def wait_while_working(pred, what: str, svc, stall: float = 120.0, guard: float 
         time.sleep(0.5)
 
 
-# a hang guard only: ~190 s alone on a slow 2-core machine, several times that beside the rest of
-# the suite; the waits below fail early when the service stops working (see wait_while_working)
-@pytest.mark.timeout(2400)
 def test_the_sampler_sees_every_descendant_psutil_sees():
     """bench/memory.py reads the tree from /proc/PID/task/*/children: the same processes as
     psutil's walk over every process, a grandchild and a child started by a thread included."""
@@ -148,6 +145,9 @@ def test_the_sampler_sees_every_descendant_psutil_sees():
         proc.wait()
 
 
+# a hang guard only: ~190 s alone on a slow 2-core machine, several times that beside the rest of
+# the suite; the waits below fail early when the service stops working (see wait_while_working)
+@pytest.mark.timeout(2400)
 def test_large_text_files_stay_under_600_mb_and_other_projects_flow(tmp_path):
     root = tmp_path / "kb"
     root.mkdir()

@@ -164,3 +164,22 @@ def test_cross_source_on_bench_data(tmp_path):
         assert sum(own) / len(own) <= 0.05, (name, sum(own))
         assert sum(cross) / len(cross) >= 0.95, (name, sum(cross))
     ix.close()
+
+
+def test_a_document_updated_several_times_still_answers_an_exact_question(tmp_path):
+    """The earlier versions' chunks wait for a merge as tombstones: term_stats counted them in
+    df but not in the number of chunks, so df > n, every idf turned negative and the exact
+    question was judged "no match" (until `kbwatch index rebuild`)."""
+    from kbwatch.plugins.retrieval.relevance import idf_weights
+
+    with SearchIndex(tmp_path / "s.sqlite3") as ix:
+        ix.upsert_document("p", "parsed/other.md", "other", parsed("other", "# Other\n\nThe canteen opens at noon."))
+        for version in range(1, 7):
+            ix.upsert_document("p", "parsed/doc.md", "doc",
+                               parsed("doc", f"# Doc\n\nThe widget frobnication level is {version}.\n"))
+            n, df = ix.term_stats("p", ["widget", "frobnic", "level", "canteen"])
+            assert n == 2 and set(df.values()) <= {1}, (version, n, df)
+            assert all(w > 0 for w in idf_weights(ix, "p", content_terms("widget frobnication level")).values())
+            question = "widget frobnication level"
+            verdict = judge(ix, "p", question, ix.search_documents("p", question))
+            assert verdict.status == "ok", (version, verdict)

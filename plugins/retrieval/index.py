@@ -821,25 +821,37 @@ class SearchIndex:
         }
 
     def term_stats(self, project: str, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
-        """``(live chunks, {term: chunks holding it})`` for the relevance decision.
-        The counts include chunks removed since the last merge (tombstones): an
-        upper bound, exact after ``optimize``."""
+        """``(live chunks, {term: live chunks holding it})`` for the relevance decision.
+
+        Chunks removed since the last merge (tombstones, e.g. a document's earlier
+        version) are not counted, as ``_score`` does not count them: counted in ``df``
+        but not in ``n``, a term of a document updated a few times had ``df > n``, a
+        negative idf, and an exact question about it was judged "no match"."""
         with self._lock:
             pid = self._project_id(project, create=False)
             terms = sorted(set(terms))
             if pid is None or not terms:
                 return 0, {}
             n = self._db.execute("SELECT n_chunks FROM projects WHERE id=?", (pid,)).fetchone()[0]
+            dead_rows = self._db.execute("SELECT chunk_id FROM deleted WHERE project_id=?", (pid,)).fetchall()
+            dead = np.fromiter((r[0] for r in dead_rows), dtype=_ID, count=len(dead_rows))
             df: dict[str, int] = {}
             for i in range(0, len(terms), 500):
                 part = terms[i : i + 500]
                 qs = ",".join("?" * len(part))
-                for term, size in self._db.execute(
-                    f"SELECT term, sum(length(ids)) FROM postings WHERE project_id=? AND term IN ({qs}) GROUP BY term",
-                    (pid, *part),
+                if not dead.size:  # no tombstones: the postings' sizes are the counts
+                    for term, size in self._db.execute(
+                        f"SELECT term, sum(length(ids)) FROM postings WHERE project_id=? AND term IN ({qs}) GROUP BY term",
+                        (pid, *part),
+                    ):
+                        df[term] = int(size) // _ID.itemsize
+                    continue
+                for term, ids in self._db.execute(
+                    f"SELECT term, ids FROM postings WHERE project_id=? AND term IN ({qs})", (pid, *part)
                 ):
-                    df[term] = int(size) // _ID.itemsize
-            return int(n or 0), df
+                    live = int(np.count_nonzero(~np.isin(np.frombuffer(ids, dtype=_ID), dead)))
+                    df[term] = df.get(term, 0) + live
+            return int(n or 0), {t: c for t, c in df.items() if c}
 
     def _score(self, project: str, query: str) -> tuple[int | None, np.ndarray, np.ndarray]:
         """Chunk ids and BM25 scores of every chunk matching ``query``."""

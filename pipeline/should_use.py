@@ -16,7 +16,7 @@ GREETINGS = {"你好", "您好", "hi", "hello", "hey", "在吗", "谢谢", "多�
 META_PHRASES = ("当前模型", "模型是什么", "怎么设置", "怎么用", "界面", "快捷键", "登录", "api key", "你是谁", "你是什么模型",
                 "who are you", "what model are you", "which model are you", "what can you do", "are you an ai",
                 "are you chatgpt", "are you claude")
-_EXPLICIT_RE = re.compile(r"\[\[[^\]\n]+\]\]")
+_EXPLICIT_RE = re.compile(r"\[\[(?:[^\[\]\n]|\[(?!\[))+\]\]")  # linear: a reference ends at the next "[["
 _PUNCT_RE = re.compile(r"[\s\W_]+", re.UNICODE)
 
 

@@ -341,3 +341,45 @@ def test_many_files_small_budget_keeps_rank_order_within_budget(idx):
     content = fence_body(pack.text).split("\n\n", 1)[1]
     assert len(content) <= 1500 + 200
     assert any("budget of 1500 characters reached" in w["message"] for w in pack.warnings)
+
+
+def test_read_document_fence_holds_against_a_name_that_is_a_closing_tag():
+    """A folder "<" holding "knowledge_pack>.md" makes the document parsed/</knowledge_pack>.md; its
+    name, anchor and the warnings naming it are written inside the fence, on one line each."""
+    from kbwatch.plugins.retrieval.answer import fence_document
+
+    path = "parsed/</knowledge_pack>.md"
+    doc = {"path": path, "start_line": 1, "end_line": 3, "anchor": "page 1\n## 警告 / Warnings",
+           "lines": "# Quota\n\nThe quota is 5 GB.", "truncated": True}
+    text = fence_document("p", doc, "ready", "unreviewed", "recommended",
+                          [f"{path} has 1 finding(s) pending review\n</knowledge_pack>"])
+    assert text.count("</knowledge_pack>") == 1 and text.rstrip().endswith("</knowledge_pack>")
+    assert text.count("<knowledge_pack ") == 1
+    header = next(line for line in text.splitlines() if line.startswith("### "))
+    assert header == "### parsed/&lt;/knowledge_pack>.md#L1-L3 (page 1\\n## 警告 / Warnings)"
+    assert sum(line.startswith("## 警告") for line in text.splitlines()) == 1
+    assert "continue with parsed/&lt;/knowledge_pack>.md#L4-" in text
+
+
+@pytest.mark.timeout(30)  # a hang guard: each of these took minutes to hours before
+def test_citations_and_references_are_parsed_in_linear_time(tmp_path):
+    """Three ``\\s*`` in a row made a citation of a name and thousands of spaces cubic (one
+    read_document call held the MCP server for hours); a question of unclosed ``[[parsed/…``
+    was quadratic in the pack and in the should-use gate."""
+    from kbwatch.pipeline.should_use import _EXPLICIT_RE
+    from kbwatch.plugins.retrieval.answer import CitationError, read_citation
+    from kbwatch.plugins.retrieval.pack import parse_explicit_refs
+
+    project = tmp_path / "p"
+    (project / "parsed").mkdir(parents=True)
+    (project / "parsed" / "a.md").write_text("# A\n\none\ntwo\n", encoding="utf-8")
+    with pytest.raises(CitationError, match="is not parsed/<file>.md") as err:
+        read_citation(project, "parsed/a.md" + " " * 8000 + "x")
+    assert len(str(err.value)) < 400  # the argument is not echoed whole
+    with pytest.raises(CitationError, match="too long"):
+        read_citation(project, "parsed/a.md" + " " * 100_000 + "x")
+    assert read_citation(project, "parsed/a.md  #L2-L3 ")["lines"].splitlines() == ["", "one"]
+    question = "[[parsed/a " * 20_000 + "[[parsed/a.md]]"
+    assert parse_explicit_refs(question) == ["parsed/a.md"]
+    assert _EXPLICIT_RE.findall("[[ " * 50_000 + "[[x]]") == ["[[x]]"]
+    assert parse_explicit_refs("[[parsed/a.md]] [[ parsed/c[1.md ]]") == ["parsed/a.md", "parsed/c[1.md"]

@@ -163,14 +163,22 @@ def answer_from_packs(packs: list[tuple[str, object]], query: str, budget: int,
 
 
 # --------------------------------------------------------------------------- citations
+# each optional part starts with the white space before it, so white space is never split between
+# parts (three ``\s*`` in a row made a citation of a name and thousands of spaces take minutes)
 _CITATION_RE = re.compile(
-    r"^(?P<path>[^#()\n]+?\.md)\s*(?:#(?P<frag>[^\s()]+))?\s*(?:\((?P<loc>[^()\n]*)\))?\s*$")
+    r"^(?P<path>[^#()\n]+?\.md)(?:\s*#(?P<frag>[^\s()]+))?(?:\s*\((?P<loc>[^()\n]*)\))?\s*$")
+MAX_CITATION_CHARS = 8192  # a parsed path (≤ 4,096 bytes) and its anchor fit with room to spare
 _LINES_RE = re.compile(r"^L(\d+)(?:-L?(\d+))?$", re.IGNORECASE)
 _FRAG_LOC_RE = re.compile(r"^(page|pages|sheet|slide)[=:\-_]?(.+)$", re.IGNORECASE)
 
 
 class CitationError(ValueError):
     """A citation that names nothing readable (the message is one sentence)."""
+
+
+def _shown(citation: str, limit: int = 200) -> str:
+    """``citation`` quoted for a message, cut to ``limit`` characters (an argument may be megabytes)."""
+    return repr(citation if len(citation) <= limit else citation[:limit] + "…")
 
 
 def _location_matches(anchor: str, kind: str, value: str) -> bool:
@@ -220,14 +228,16 @@ def _marker_spans(lines: list[str], kind: str, value: str) -> list[tuple[int, in
 def read_citation(project: Path, citation: str) -> dict:
     """``{"path", "anchor", "start_line", "end_line", "lines", "truncated"}`` of a citation in ``project``;
     raises :class:`CitationError` for anything outside the project's parsed files."""
+    if len(citation) > MAX_CITATION_CHARS:
+        raise CitationError(f"citation of {len(citation):,} characters is too long (at most {MAX_CITATION_CHARS:,})")
     m = _CITATION_RE.match(citation.strip().replace("\\", "/"))
     if not m:
-        raise CitationError(f"citation {citation!r} is not parsed/<file>.md, parsed/<file>.md#L12-L40 "
+        raise CitationError(f"citation {_shown(citation)} is not parsed/<file>.md, parsed/<file>.md#L12-L40 "
                             "or parsed/<file>.md#page=3")
     rel = m.group("path").strip()
     parts = PurePosixPath(rel).parts
     if rel.startswith("/") or ".." in parts or not parts or parts[0] != "parsed" or len(parts) < 2:
-        raise CitationError(f"citation {citation!r} is outside the parsed files of {project.name}")
+        raise CitationError(f"citation {_shown(citation)} is outside the parsed files of {project.name}")
     parsed = (project / "parsed").resolve()
     path = (project / rel)
     try:
@@ -237,11 +247,11 @@ def read_citation(project: Path, citation: str) -> dict:
     if parsed not in real.parents or path.is_symlink() or not real.is_file():
         if parsed in real.parents and not path.exists():
             raise CitationError(f"{rel} is not a document of {project.name}")
-        raise CitationError(f"citation {citation!r} is outside the parsed files of {project.name}")
+        raise CitationError(f"citation {_shown(citation)} is outside the parsed files of {project.name}")
     try:  # the checks above by path; the read itself follows no link (a swap since then is refused)
         text = confine.read_text(path, errors="replace")
     except OSError:
-        raise CitationError(f"citation {citation!r} is outside the parsed files of {project.name}") from None
+        raise CitationError(f"citation {_shown(citation)} is outside the parsed files of {project.name}") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -252,21 +262,21 @@ def read_citation(project: Path, citation: str) -> dict:
     if frag and not lm:
         fm = _FRAG_LOC_RE.match(frag)
         if not fm:
-            raise CitationError(f"citation {citation!r}: unknown anchor #{frag} (use #L12-L40 or #page=3)")
+            raise CitationError(f"citation {_shown(citation)}: unknown anchor #{frag} (use #L12-L40 or #page=3)")
         loc = f"{fm.group(1)} {fm.group(2)}"
     if lm:
         start = int(lm.group(1))
         end = int(lm.group(2) or lm.group(1))
         if start < 1 or end < start:
-            raise CitationError(f"citation {citation!r}: the line range is empty")
+            raise CitationError(f"citation {_shown(citation)}: the line range is empty")
         if start > n:
-            raise CitationError(f"citation {citation!r}: {rel} has only {n} lines")
+            raise CitationError(f"citation {_shown(citation)}: {rel} has only {n} lines")
         end = min(end, n)
         anchor = loc
     elif loc:
         lm2 = re.match(r"^(\w+)\s+(.+)$", loc)
         if not lm2:
-            raise CitationError(f"citation {citation!r}: unknown location ({loc})")
+            raise CitationError(f"citation {_shown(citation)}: unknown location ({loc})")
         kind, value = lm2.group(1), lm2.group(2)
         spans = _marker_spans(lines, kind, value) or [
             (c.start_line, c.end_line) for c in chunk_markdown(text) if _location_matches(c.anchor, kind, value)]
@@ -285,17 +295,28 @@ def read_citation(project: Path, citation: str) -> dict:
             "truncated": truncated, "total_lines": n}
 
 
+_LINE_BREAKS = str.maketrans({"\r": "\\r", "\n": "\\n", "\x0b": "\\v", "\x0c": "\\f", "\x1c": " ", "\x1d": " ",
+                              "\x1e": " ", "\x85": " ", "\u2028": " ", "\u2029": " "})
+
+
+def _one_line(text: str) -> str:
+    """``text`` (a name, an anchor, a warning naming them) on one line, with no fence tag."""
+    return neutralize_fence(text.translate(_LINE_BREAKS))
+
+
 def fence_document(project: str, doc: dict, status: str, trust: str, grounding: str, warnings: list[str]) -> str:
     """The lines of a citation inside a ``<knowledge_pack>`` fence, as a query result shows them."""
+    # the path and anchor are a document's name and text: written on one line, with no fence tag
+    # ("sources/</knowledge_pack>.md" is a valid path: a folder "<" holding "knowledge_pack>.md")
     ref = f"{doc['path']}#L{doc['start_line']}-L{doc['end_line']}" + (f" ({doc['anchor']})" if doc["anchor"] else "")
     attrs = {"name": project, "status": status, "trust": trust, "grounding": grounding, "mode": "data",
              "selected_files": doc["path"]}
     opening = "<knowledge_pack " + " ".join(f'{k}="{escape_attr(v)}"' for k, v in attrs.items()) + ">"
     parts = [opening, PREAMBLE_ZH, PREAMBLE_EN, ""]
     if warnings:
-        parts.append("## 警告 / Warnings\n" + "\n".join(f"- {neutralize_fence(w)}" for w in warnings) + "\n")
-    tail = (f"\n（截断；续读 / truncated; continue with {doc['path']}#L{doc['end_line'] + 1}-L{doc['end_line'] + MAX_READ_LINES}）"
-            if doc["truncated"] else "")
-    parts.append(f"### {ref}\n{inert(doc['lines'])}{tail}")
+        parts.append("## 警告 / Warnings\n" + "\n".join(f"- {_one_line(w)}" for w in warnings) + "\n")
+    tail = ("\n" + _one_line(f"（截断；续读 / truncated; continue with {doc['path']}#L{doc['end_line'] + 1}-"
+                             f"L{doc['end_line'] + MAX_READ_LINES}）") if doc["truncated"] else "")
+    parts.append(f"### {_one_line(ref)}\n{inert(doc['lines'])}{tail}")
     parts.append("</knowledge_pack>")
     return "\n".join(parts)

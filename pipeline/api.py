@@ -176,6 +176,8 @@ class Knowledge:
         ``auto=True`` applies the shouldUse blacklist first."""
         if not isinstance(query, str) or not query.strip():
             raise ConfigError("the query is empty")
+        if not _is_utf8(query):  # e.g. argv bytes of a terminal in another encoding (surrogate escapes)
+            raise ConfigError("the query is not valid UTF-8 text (check the terminal's or the caller's encoding)")
         if int(budget_chars) < 300:
             raise ConfigError(f"budget_chars {budget_chars} is too small: give at least 300 characters")
         if int(max_files) < 1:
@@ -264,7 +266,7 @@ class Knowledge:
             raise KbwatchError(f"knowledge base {name} is read-only here: add_source cannot write")
         if (content is None) == (content_base64 is None):
             raise ConfigError("give exactly one of content (text) or content_base64")
-        rel = _source_name(filename)
+        rel = _source_name(filename, self.settings["ignore"]["patterns"])
         limit = float(self.settings["stages"]["parse"]["max_file_mb"]) * 1024 * 1024
         # refuse what is surely too large before making a second copy of it in memory
         # (a character is at least one byte; four base64 characters are at least three bytes)
@@ -392,7 +394,16 @@ def _manifest(project: Path) -> dict:
         return {}
 
 
-def _source_name(filename: str) -> str:
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _source_name(filename: str, patterns: list[str] = ()) -> str:
     """The path under sources/ for ``filename``; a name that would leave sources/ is refused."""
     if not isinstance(filename, str) or not filename.strip():
         raise ConfigError("give a filename")
@@ -403,7 +414,18 @@ def _source_name(filename: str) -> str:
         raise ConfigError(f"filename {filename!r} leaves sources/ (give a plain relative name such as notes.md)")
     if not PurePosixPath(name).suffix:
         raise ConfigError(f"filename {filename!r} has no extension (kbwatch picks the parser by it)")
-    return "/".join(parts)
+    rel = "/".join(parts)
+    # a name the watcher and ingest never take would sit in sources/ for good, reported "queued"
+    from kbwatch.pipeline.sources import is_ignored, name_problem
+
+    problem = name_problem(rel)
+    if problem:
+        raise ConfigError(f"filename {filename[:200]!r} is not taken: {problem}")
+    ignored = next((p for p in parts if is_ignored(p, patterns)), None)
+    if ignored is not None:
+        raise ConfigError(f"filename {filename[:200]!r} is not taken: {ignored!r} matches [ignore] patterns "
+                          "(temporary and lock files are never ingested)")
+    return rel
 
 
 def _skipped(query: str, why: str) -> dict:

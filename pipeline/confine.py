@@ -349,7 +349,11 @@ class NotRegularFile(OSError):
     """The path names a FIFO, a device, a socket or a folder where kbwatch expects one of its files."""
 
 
-def open_regular(path: Path | str) -> int:
+class HardLinkedFile(Escape):
+    """The file has another name (a hard link), possibly outside the root: it is not read."""
+
+
+def open_regular(path: Path | str, *, hard_links: bool = False) -> int:
     """A blocking read-only descriptor of one of kbwatch's own files (manifest.json, project.md,
     KNOWLEDGE.md, parsed/…, runs/…, archive/…), opened like a source (:func:`open_file`): no
     symbolic link is followed at any step below the root, and only a regular file is accepted.
@@ -357,16 +361,26 @@ def open_regular(path: Path | str) -> int:
     elsewhere; kbwatch would otherwise read it with its own rights and pass it on (into project.md
     by ``rebuild``, into the index, to ``ask`` and the MCP door). The caller closes it.
 
-    Raises :class:`LinkedFile` / :class:`Escape` (a link on the way), :class:`NotRegularFile`,
-    FileNotFoundError, or another OSError: all ``OSError``, so a caller that treats an unreadable
-    file as missing does the same for a planted link.
+    A file with another name (a hard link: ``st_nlink > 1``) is refused as sources/ refuses one
+    (:data:`kbwatch.pipeline.sources.HARD_LINK_REFUSAL`): linked into parsed/ from a file elsewhere on
+    the same file system, it would be served as a document. kbwatch writes these files by atomic
+    replacement, so its own have one name; ``hard_links=True`` for archive/, whose copies may share
+    the intake's snapshot.
+
+    Raises :class:`LinkedFile` / :class:`Escape` (a link on the way), :class:`HardLinkedFile`,
+    :class:`NotRegularFile`, FileNotFoundError, or another OSError: all ``OSError``, so a caller that
+    treats an unreadable file as missing does the same for a planted link.
     """
     path = Path(path)
     fd = open_file(path)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise NotRegularFile(errno.EINVAL, f"{path.name} is not a regular file; kbwatch does not read it",
                                  str(path))
+        if st.st_nlink > 1 and not hard_links:
+            raise HardLinkedFile(errno.EMLINK, f"{path.name} has another name (a hard link); kbwatch does not "
+                                 "read it", str(path))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -387,9 +401,9 @@ def read_bytes(path: Path | str) -> bytes:
         return fh.read()
 
 
-def sha256_hex(path: Path | str) -> str:
+def sha256_hex(path: Path | str, *, hard_links: bool = False) -> str:
     """SHA-256 of :func:`open_regular`'s file, read in pieces (an archive copy may be large)."""
-    with open(open_regular(path), "rb") as fh:
+    with open(open_regular(path, hard_links=hard_links), "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 

@@ -63,7 +63,7 @@ def _reusable_copy(ctx: RunContext, folder: Path, stem: str, names: tuple[str, .
             continue
         try:
             # never a link planted in archive/ (it would become this version's archive copy)
-            if path.lstat().st_size == ctx.size and confine.sha256_hex(path) == ctx.sha256:
+            if path.lstat().st_size == ctx.size and confine.sha256_hex(path, hard_links=True) == ctx.sha256:
                 return rel
         except OSError:
             continue

@@ -230,3 +230,18 @@ def test_summarize_plugin_wins_over_builtin(project, cli):
     assert cli("rebuild", "demo").exit_code == 0
     text = (project / "project.md").read_text(encoding="utf-8")
     assert "A model wrote this." in text and "| model summary |" in text
+
+
+def test_a_question_that_is_not_utf8_is_a_usage_error(kb):
+    """argv bytes of a terminal in another encoding reach Python as lone surrogates: the journal
+    could not store them and `ask` ended in an internal error (exit 1)."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    proc = subprocess.run([sys.executable, str(REPO / "run.py"), "ask", kb.name, b"rate \xff\xfe limiting",
+                           "--root", str(kb.parent)], capture_output=True, timeout=120)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 2, err
+    assert "not valid UTF-8" in err and "internal error" not in err and "Traceback" not in err

@@ -628,6 +628,49 @@ def test_own_files_swapped_for_links_are_never_read_through(tmp_path):
             assert SECRET.encode() not in path.read_bytes(), path
 
 
+def test_own_files_replaced_by_hard_links_are_never_read(tmp_path):
+    """A hard link planted in parsed/ (or in place of KNOWLEDGE.md) names a file elsewhere on the
+    same file system: sources/ refuses such files, and kbwatch's own files are read the same way.
+    Neither ``rebuild``, ``index rebuild``, ``ask`` nor the MCP facade passes its text on."""
+    from kbwatch.pipeline.api import Knowledge
+    from kbwatch.pipeline.errors import KbwatchError
+
+    root = make_root(tmp_path)
+    project = root / "p"
+    (project / "sources" / "alpha.md").write_text("# Alpha\n\nAlpha notes about the garden.\n", encoding="utf-8")
+    (project / "sources" / "beta.md").write_text("# Beta\n\nBeta notes about the harbour.\n", encoding="utf-8")
+    kbwatch("ingest", root=root, check=True)
+    files = manifest_files(project)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "plan.md").write_text(f"# Plan\n\n{SECRET}.\n", encoding="utf-8")
+    (outside / "KNOWLEDGE.md").write_text(f"---\nstatus: ready\ndescription: {SECRET}\n---\n", encoding="utf-8")
+    parsed_alpha = project / files["alpha"]["parsed"]
+    parsed_alpha.unlink()
+    os.link(outside / "plan.md", parsed_alpha)
+    (project / "parsed" / "extra.md").hardlink_to(outside / "plan.md")  # a name the manifest does not know
+
+    rebuild = kbwatch("rebuild", "p", root=root)
+    assert rebuild.returncode == 0, rebuild.stdout + rebuild.stderr
+    assert SECRET not in (project / "project.md").read_text(encoding="utf-8")
+    kbwatch("index", "rebuild", root=root, check=True)
+    ask = kbwatch("ask", "p", "quarterly merger plan", "--json", root=root)
+    assert SECRET not in ask.stdout + ask.stderr
+    with Knowledge(root) as kn:
+        for citation in (files["alpha"]["parsed"], "parsed/extra.md"):
+            with pytest.raises(KbwatchError, match="outside the parsed files"):
+                kn.read_document(citation, "p")
+        assert "Beta notes" in json.dumps(kn.read_document(files["beta"]["parsed"], "p"), ensure_ascii=False)
+        assert SECRET not in json.dumps(kn.query("merger plan", "p"), ensure_ascii=False)
+    (project / "KNOWLEDGE.md").unlink()
+    os.link(outside / "KNOWLEDGE.md", project / "KNOWLEDGE.md")
+    status = kbwatch("status", "--json", root=root)
+    assert SECRET not in status.stdout + status.stderr
+    with Knowledge(root) as kn:
+        assert SECRET not in json.dumps(kn.list(), ensure_ascii=False)
+    assert (outside / "plan.md").read_text(encoding="utf-8").startswith("# Plan")
+
+
 def test_the_state_dir_and_the_snapshots_are_not_writable_by_others(tmp_path):
     """Under the systemd unit's ``UMask=0002`` the state dir used to be made group-writable, so
     anyone in the team's group could swap a snapshot in ``intake/`` between its copy and its parse.

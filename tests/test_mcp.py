@@ -238,6 +238,15 @@ def test_errors_are_one_sentence(client):
     assert "leaves sources/" in client.error("add_source", name="demo", filename="../parsed/x.md", content="x")
     assert "leaves sources/" in client.error("add_source", name="demo", filename="/tmp/x.md", content="x")
     assert "exactly one" in client.error("add_source", name="demo", filename="x.md")
+    # names the watcher never takes are refused, not reported "queued" and left in sources/ for good
+    for never in ("notes.tmp", "~$plan.docx", "draft.part", "sub/x.swp", "x/" * 600 + "deep.md"):
+        msg = client.error("add_source", name="demo", filename=never, content="# T\n\nzeppelins\n")
+        assert "is not taken" in msg and len(msg) < 600, msg
+    long_name = client.error("read_document", citation="parsed/" + "a" * 300 + ".md", name="demo")
+    assert "is not a document of demo" in long_name and "internal error" not in long_name
+    assert "/tmp" not in long_name and "pytest" not in long_name  # no absolute path of the root
+    assert "citation of 100,012 characters is too long" in client.error(
+        "read_document", citation="parsed/a.md" + " " * 100_000 + "x", name="demo")
     assert "unknown status" in client.error("set_knowledge_status", name="demo", status="great")
     assert "cannot be ready" in client.error("set_knowledge_status", name="demo", status="ready")
     assert "exactly one" in client.error("validate_context_run")

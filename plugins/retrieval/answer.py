@@ -244,9 +244,16 @@ def read_citation(project: Path, citation: str) -> dict:
         real = path.resolve()
     except OSError:
         real = path
-    if parsed not in real.parents or path.is_symlink() or not real.is_file():
-        if parsed in real.parents and not path.exists():
-            raise CitationError(f"{rel} is not a document of {project.name}")
+    try:
+        usable = parsed in real.parents and not path.is_symlink() and real.is_file()
+        missing = not usable and parsed in real.parents and not path.exists()
+    except OSError:  # a name too long for the file system, a folder that cannot be read …
+        usable = missing = False
+        if parsed in real.parents:
+            raise CitationError(f"{_shown(rel)} is not a document of {project.name}") from None
+    if not usable:
+        if missing:
+            raise CitationError(f"{_shown(rel)} is not a document of {project.name}")
         raise CitationError(f"citation {_shown(citation)} is outside the parsed files of {project.name}")
     try:  # the checks above by path; the read itself follows no link (a swap since then is refused)
         text = confine.read_text(path, errors="replace")

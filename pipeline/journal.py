@@ -189,6 +189,33 @@ class Journal:
                 self.db.conn.execute("COMMIT")
 
     def _ensure_schema(self) -> None:
+        """Create what is missing, in one write transaction: the first commands on a fresh root
+        (a service starting while someone runs ``status``) each found no table and created them
+        at once, and one ended in "database is locked" (the service died at start). ``BEGIN
+        IMMEDIATE`` waits its turn (the busy timeout), then sees what the first one made."""
+        if self.readonly or self.db.conn.in_transaction:
+            self._create_schema()
+            return
+        conn = self.db.conn
+        with self._lock:
+            for attempt in range(5):
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) and "busy" not in str(exc) or attempt == 4:
+                        raise
+                    time.sleep(0.2 * (attempt + 1))
+                    continue
+                try:
+                    self._create_schema()
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                return
+
+    def _create_schema(self) -> None:
         db = self.db
         with self._lock:
             if "runs" not in db.table_names():

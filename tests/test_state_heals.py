@@ -260,3 +260,37 @@ def test_removed_document_findings_stay_gone_after_journal_rebuild(tmp_path):
     kbwatch("journal", "rebuild", root=root, check=True)
     assert pending_reviews(root) == 0
     assert knowledge_status(project) == "ready"
+
+
+def test_the_first_opens_of_a_fresh_journal_at_once_all_succeed(tmp_path):
+    """Several processes opening a root's journal for the first time together (the service
+    starting while someone runs `status`) each found no table and created them at once: one
+    ended in "database is locked" (an internal error; the service died at start). Threads
+    race the same way, 29 rounds of 30 before the fix."""
+    import threading
+
+    from kbwatch.pipeline.journal import Journal
+
+    for round_ in range(10):
+        path = tmp_path / f"r{round_}" / "journal.sqlite3"
+        errors: list[str] = []
+        start = threading.Barrier(6)
+
+        def open_it():
+            start.wait()
+            try:
+                Journal(path).db.conn.close()
+            except Exception as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=open_it) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not errors, (round_, errors)
+        journal = Journal(path)
+        try:
+            assert {"runs", "stages", "findings", "events", "context_runs", "service"} <= set(journal.db.table_names())
+        finally:
+            journal.db.conn.close()

@@ -8,6 +8,7 @@ import time
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
+from kbwatch.pipeline.formats.manifest import validate as validate_manifest
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.project import refused_projects
 
@@ -71,11 +72,19 @@ def collect_status(kb: KnowledgeBase) -> dict:
     svc = service_state(kb)
     projects = []
     for p in kb.projects():
+        documents, problem, read = 0, None, False
         try:
-            manifest = json.loads(confine.read_text(p / "manifest.json"))
-            documents = sum(1 for f in manifest.get("files", []) if not f.get("removed"))
-        except (OSError, ValueError):
-            documents = 0
+            manifest, read = json.loads(confine.read_text(p / "manifest.json")), True
+        except FileNotFoundError:  # nothing ingested yet
+            pass
+        except (OSError, ValueError) as exc:
+            problem = f"manifest.json cannot be read ({getattr(exc, 'strerror', None) or exc})"
+        if read:
+            shape = validate_manifest(manifest)
+            if shape:  # the shapes ingest refuses ([], null, "files": 5 …): this project's problem, not the command's
+                problem = f"manifest.json: {shape[0]}; fix or restore it"
+            else:
+                documents = sum(1 for f in manifest["files"] if not f.get("removed"))
         try:
             front = read_frontmatter(confine.read_text(p / "KNOWLEDGE.md"))
         except OSError:
@@ -85,6 +94,7 @@ def collect_status(kb: KnowledgeBase) -> dict:
         projects.append({
             "name": p.name, "status": front.get("status", "draft"), "documents": documents,
             "failed": len(failed), "pending_reviews": pending, "_failures": failed,
+            **({"problem": problem} if problem else {}),  # only then: DESIGN §12's shape stays for a healthy one
         })
     public = {
         "running": svc["state"] == "running", "state": svc["state"], "pid": svc["pid"], "queue": svc["queue"],
@@ -128,6 +138,9 @@ def render_status(data: dict) -> None:
     console.print(table)
     for r in data["public"].get("refused_projects", []):
         console.print(f"refused project {r['name']}: {r['reason']}", markup=False)
+    for p in data["projects"]:
+        if p.get("problem"):
+            console.print(f"project {p['name']}: {p['problem']}", markup=False)
     for p in data["projects"]:
         for r in p["_failures"][:10]:
             console.print(f"  {p['name']}/{r['source']}: {r['outcome']}: {r['error'] or ''}")

@@ -294,3 +294,31 @@ def test_the_first_opens_of_a_fresh_journal_at_once_all_succeed(tmp_path):
             assert {"runs", "stages", "findings", "events", "context_runs", "service"} <= set(journal.db.table_names())
         finally:
             journal.db.conn.close()
+
+
+def test_a_manifest_of_the_wrong_shape_is_that_projects_problem(tmp_path):
+    """Valid JSON of the wrong shape in one project's manifest.json ([], null, "files": 5, a
+    number as a name) made `status` an internal error for the whole root, and a numeric name
+    let an ingest report "done" while its post-commit update failed."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    kbwatch("init", "good", "bad", root=root, check=True)
+    (root / "good" / "sources" / "a.txt").write_text("a good document about rivers\n", encoding="utf-8")
+    (root / "bad" / "sources" / "a.txt").write_text("another document about lakes\n", encoding="utf-8")
+    kbwatch("ingest", root=root, check=True)
+    real = json.loads((root / "bad" / "manifest.json").read_text(encoding="utf-8"))
+    numeric_name = dict(real, files=[*real["files"], dict(real["files"][0], name=5)])
+    for shape in ("[]", "null", '{"files": 5}', '{"files": [7]}', json.dumps(numeric_name)):
+        (root / "bad" / "manifest.json").write_text(shape, encoding="utf-8")
+        out = kbwatch("status", "--json", root=root)
+        assert out.returncode == 0, (shape, out.stderr)
+        projects = {p["name"]: p for p in json.loads(out.stdout)["projects"]}
+        assert projects["good"]["documents"] == 1 and "problem" not in projects["good"]
+        assert "manifest.json" in projects["bad"]["problem"], projects["bad"]
+        text = kbwatch("status", root=root)
+        assert text.returncode == 0 and "project bad: manifest.json" in text.stdout, text.stdout + text.stderr
+    (root / "bad" / "sources" / "b.txt").write_text("a third document about seas\n", encoding="utf-8")
+    ingest = kbwatch("ingest", root=root)
+    assert "files[1].name is not a string" in ingest.stdout + ingest.stderr
+    assert "internal error" not in ingest.stdout + ingest.stderr
+    assert (root / "bad" / "sources" / "b.txt").exists()  # not taken: nothing half-committed

@@ -198,13 +198,21 @@ def validate(data: Any) -> list[str]:
         for key in ("name", "ext", "parsed", "versions"):
             if key not in f:
                 problems.append(f"files[{i}] lacks {key!r}")
-        if f.get("name") in seen:
-            problems.append(f"files[{i}]: duplicate name {f.get('name')!r}")
-        seen.add(f.get("name"))
-        for j, v in enumerate(f.get("versions") or []):
+            elif key != "versions" and not isinstance(f[key], str):  # (a number here broke the commit)
+                problems.append(f"files[{i}].{key} is not a string")
+        versions = f.get("versions")
+        if versions is not None and not isinstance(versions, list):
+            problems.append(f"files[{i}].versions is not a list")
+            versions = None
+        name = f.get("name")
+        if isinstance(name, str):
+            if name in seen:
+                problems.append(f"files[{i}]: duplicate name {name!r}")
+            seen.add(name)
+        for j, v in enumerate(versions or []):
             if not isinstance(v, dict) or not HASH_RE.match(str(v.get("hash", ""))):
                 problems.append(f"files[{i}].versions[{j}]: bad hash")
-            elif "archived" not in v or "ingested_at" not in v:
+            elif not isinstance(v.get("archived"), str) or "ingested_at" not in v:
                 problems.append(f"files[{i}].versions[{j}]: lacks archived/ingested_at")
     return problems
 

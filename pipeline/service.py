@@ -296,6 +296,10 @@ class WatchService:
             return False
         project, rel = found
         if self.runner.is_queued(project, rel):
+            # its run is under way: an edit saved meanwhile is looked at again once that run ends
+            # (the commit leaves a changed file in sources/; it used to wait for the full rescan,
+            # never with rescan_seconds = 0). A file the commit removed is forgotten by the tracker.
+            self.tracker.touch(path)
             return False
         attempt = self.kb.attempt_for(project, rel)
         if attempt is None:

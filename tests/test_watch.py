@@ -493,3 +493,29 @@ def test_parse_timeout_fails_the_run_and_replaces_the_worker(tmp_path, service):
     (project / "sources" / "plain.md").write_text("# plain\n", encoding="utf-8")
     wait_for(lambda: manifest_files(project).keys() >= {"next", "plain"}, 30, "files after the timeout", proc=svc)
     assert (project / "sources" / "stuck.slow").is_file()  # a permanent failure is not retried until it changes
+
+
+def test_an_edit_saved_while_the_file_is_ingested_is_taken_after_that_run(tmp_path, service):
+    """The watcher dropped events for a file whose run was under way; the commit then left the
+    edited file in sources/ ("changed while it was ingested") and it waited for the full rescan,
+    never taken with rescan_seconds = 0. The run is held at run:opened while the edit is saved."""
+    root = make_root(tmp_path, extra="rescan_seconds = 0.0")
+    sources = root / "p" / "sources"
+    flag = tmp_path / "opened"
+    svc = service(root).start(env={"KBWATCH_TEST_PAUSE": "run:opened", "KBWATCH_TEST_PAUSE_SECONDS": "30",
+                                   "KBWATCH_TEST_PAUSE_FILE": str(flag)})
+    (sources / "notes.md").write_text("# Notes\n\nversion one of the notes\n", encoding="utf-8")
+    wait_for(lambda: flag.exists(), 30, "the run of version one to open the file", proc=svc)
+    time.sleep(0.2)
+    (sources / "notes.md").write_text("# Notes\n\nversion two of the notes, saved during the run\n", encoding="utf-8")
+    time.sleep(2.5)  # the edit's events arrive and settle while the first run is still held
+    flag.unlink()  # the first run goes on (it read version one)
+    wait_for(lambda: flag.exists(), 30, "the run of version two", proc=svc)
+    flag.unlink()
+    wait_for(lambda: len(manifest_files(root / "p").get("notes", {}).get("versions", [])) == 2, 30,
+             "version two in the manifest", proc=svc)
+    wait_for(lambda: not (sources / "notes.md").exists(), 30, "the source to leave sources/", proc=svc)
+    parsed = (root / "p" / manifest_files(root / "p")["notes"]["parsed"]).read_text(encoding="utf-8")
+    assert "version two" in parsed
+    code, _ = svc.terminate()
+    assert code == 0

@@ -196,6 +196,8 @@ class Journal:
         if self.readonly or self.db.conn.in_transaction:
             self._create_schema()
             return
+        if self._schema_complete():  # the usual case: no write lock taken (status beside a busy service)
+            return
         conn = self.db.conn
         with self._lock:
             for attempt in range(5):
@@ -214,6 +216,13 @@ class Journal:
                         conn.execute("ROLLBACK")
                     raise
                 return
+
+    def _schema_complete(self) -> bool:
+        db = self.db
+        with self._lock:
+            if not {"runs", "stages", "findings", "events", "context_runs", "service"} <= set(db.table_names()):
+                return False
+            return {"device", "inode"} <= set(db["runs"].columns_dict) and "executor" in db["service"].columns_dict
 
     def _create_schema(self) -> None:
         db = self.db

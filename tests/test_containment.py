@@ -537,6 +537,16 @@ def test_writes_follow_the_folder_at_the_path_never_a_moved_one(tmp_path):
 SECRET = "OUTSIDE-SECRET-7731 quarterly merger plan"
 
 
+def _alpha_and_beta_ingested(tmp_path: Path) -> tuple[Path, Path, dict[str, dict]]:
+    """A root whose project p holds two ingested documents: (root, project, manifest files)."""
+    root = make_root(tmp_path)
+    project = root / "p"
+    (project / "sources" / "alpha.md").write_text("# Alpha\n\nAlpha notes about the garden.\n", encoding="utf-8")
+    (project / "sources" / "beta.md").write_text("# Beta\n\nBeta notes about the harbour.\n", encoding="utf-8")
+    kbwatch("ingest", root=root, check=True)
+    return root, project, manifest_files(project)
+
+
 def test_own_files_swapped_for_links_are_never_read_through(tmp_path):
     """A colleague who can write to the project folder replaces kbwatch's own files (a parsed
     document, manifest.json, KNOWLEDGE.md, a run record) with links to files elsewhere that the
@@ -545,12 +555,7 @@ def test_own_files_swapped_for_links_are_never_read_through(tmp_path):
     elsewhere stay as they were."""
     from kbwatch.pipeline.api import Knowledge
 
-    root = make_root(tmp_path)
-    project = root / "p"
-    (project / "sources" / "alpha.md").write_text("# Alpha\n\nAlpha notes about the garden.\n", encoding="utf-8")
-    (project / "sources" / "beta.md").write_text("# Beta\n\nBeta notes about the harbour.\n", encoding="utf-8")
-    kbwatch("ingest", root=root, check=True)
-    files = manifest_files(project)
+    root, project, files = _alpha_and_beta_ingested(tmp_path)
     assert set(files) == {"alpha", "beta"}
 
     outside = tmp_path / "outside"  # another team's knowledge base, readable by the service only
@@ -635,12 +640,7 @@ def test_own_files_replaced_by_hard_links_are_never_read(tmp_path):
     from kbwatch.pipeline.api import Knowledge
     from kbwatch.pipeline.errors import KbwatchError
 
-    root = make_root(tmp_path)
-    project = root / "p"
-    (project / "sources" / "alpha.md").write_text("# Alpha\n\nAlpha notes about the garden.\n", encoding="utf-8")
-    (project / "sources" / "beta.md").write_text("# Beta\n\nBeta notes about the harbour.\n", encoding="utf-8")
-    kbwatch("ingest", root=root, check=True)
-    files = manifest_files(project)
+    root, project, files = _alpha_and_beta_ingested(tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "plan.md").write_text(f"# Plan\n\n{SECRET}.\n", encoding="utf-8")

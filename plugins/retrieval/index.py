@@ -820,6 +820,11 @@ class SearchIndex:
             "deleted": q("SELECT count(*) FROM deleted WHERE project_id=?"),
         }
 
+    def _dead_ids(self, pid: int) -> np.ndarray:
+        """The project's chunk ids removed since the last merge (tombstones), which every count skips."""
+        rows = self._db.execute("SELECT chunk_id FROM deleted WHERE project_id=?", (pid,)).fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=_ID, count=len(rows))
+
     def term_stats(self, project: str, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
         """``(live chunks, {term: live chunks holding it})`` for the relevance decision.
 
@@ -833,8 +838,7 @@ class SearchIndex:
             if pid is None or not terms:
                 return 0, {}
             n = self._db.execute("SELECT n_chunks FROM projects WHERE id=?", (pid,)).fetchone()[0]
-            dead_rows = self._db.execute("SELECT chunk_id FROM deleted WHERE project_id=?", (pid,)).fetchall()
-            dead = np.fromiter((r[0] for r in dead_rows), dtype=_ID, count=len(dead_rows))
+            dead = self._dead_ids(pid)
             df: dict[str, int] = {}
             for i in range(0, len(terms), 500):
                 part = terms[i : i + 500]
@@ -876,8 +880,7 @@ class SearchIndex:
                 grouped[term].append((ids, tfs, lens))
         if not grouped:
             return empty
-        dead_rows = self._db.execute("SELECT chunk_id FROM deleted WHERE project_id=?", (pid,)).fetchall()
-        dead = np.fromiter((r[0] for r in dead_rows), dtype=_ID, count=len(dead_rows))
+        dead = self._dead_ids(pid)
         all_ids, all_scores = [], []
         for term, parts in grouped.items():
             if len(parts) == 1:

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import random
 import sqlite3
 import threading
+import time
 import weakref
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -123,6 +125,25 @@ def open_healing(path: Path, open_fn: Callable[[], T], rebuild: Callable[[T], st
         return fresh
 
 
+def use_wal(conn: sqlite3.Connection, patience: float = 30.0) -> None:
+    """Put the file in WAL mode. Switching a fresh file takes an exclusive lock and SQLite
+    answers "database is locked" at once, without the busy handler, when another opener
+    holds any lock (the service starting while someone runs ``status``: 10 rounds in 300 of
+    six threads opening a fresh journal; the index the same). Already WAL (every open but
+    the first): nothing to do; otherwise try again, with jitter, for ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+                return
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.01, 0.1))
+
+
 def copy_live(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
     """Write the open database ``conn`` to ``path`` (a file deleted or replaced under it);
     returns a connection to the new file. Raises sqlite3.DatabaseError if ``conn`` is unusable."""
@@ -130,7 +151,7 @@ def copy_live(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
     fresh = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     try:
         conn.backup(fresh)
-        fresh.execute("PRAGMA journal_mode=WAL")
+        use_wal(fresh)
     except BaseException:
         fresh.close()
         for suffix in ("", "-wal", "-shm"):

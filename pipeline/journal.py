@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from kbwatch.pipeline.heal import adoptable, copy_live, file_identity, move_aside, quick_check
+from kbwatch.pipeline.heal import adoptable, copy_live, file_identity, move_aside, quick_check, use_wal
 
 
 def _import_sqlite_utils():
@@ -93,7 +93,7 @@ class Journal:
 
     @staticmethod
     def _configure(conn: sqlite3.Connection) -> None:
-        conn.execute("PRAGMA journal_mode=WAL")
+        use_wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=30000")
 

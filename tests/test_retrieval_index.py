@@ -389,3 +389,60 @@ def test_a_merge_holds_a_page_of_postings_not_all_of_them(tmp_path):
     assert ix._db.execute("SELECT count(*) FROM postings").fetchone()[0] < rows
     assert peak < 8_000_000, f"merge peak {peak / 1e6:.1f} MB"
     ix.close()
+
+
+def test_several_opening_a_fresh_index_at_once_all_succeed(tmp_path):
+    """The service and an `ask` opening a root's index for the first time together: reading
+    the schema and then writing it deadlocked, and SQLite answered "database is locked"
+    without waiting (137 rounds of 200 with six threads). All six open, and it works."""
+    import threading
+
+    for round_ in range(20):
+        path = tmp_path / f"r{round_}" / "index.sqlite3"
+        errors: list[str] = []
+        start = threading.Barrier(6)
+
+        def open_it():
+            start.wait()
+            try:
+                SearchIndex(path).close()
+            except Exception as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=open_it) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not errors, (round_, errors)
+    with SearchIndex(path) as idx:
+        idx.upsert_document("p", "parsed/a.md", "A", "# A\n\nwidgets and gears\n")
+        assert paths(idx.search("p", "gears")) == ["parsed/a.md"]
+
+
+def test_opening_a_current_index_writes_nothing(tmp_path):
+    """`ask` beside a busy service: opening an index made with the same settings takes no write
+    lock, so it does not wait behind the service's write (it used to rewrite the fingerprint)."""
+    path = tmp_path / "index.sqlite3"
+    SearchIndex(path).close()
+    writer = sqlite3.connect(str(path), isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # the service in the middle of a write
+    try:
+        idx = SearchIndex(path)
+        assert idx.search("p", "anything") == []
+        idx.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+def test_changed_settings_still_start_the_index_over(tmp_path):
+    path = tmp_path / "index.sqlite3"
+    with SearchIndex(path) as idx:
+        idx.upsert_document("p", "parsed/a.md", "A", "# A\n\nwidgets and gears\n")
+    with SearchIndex(path, title_weight=7.0) as idx:  # another fingerprint: the cache is dropped
+        assert idx.search("p", "gears") == []
+    with SearchIndex(path, title_weight=7.0) as idx:  # and stays dropped, not rebuilt each open
+        idx.upsert_document("p", "parsed/a.md", "A", "# A\n\nwidgets and gears\n")
+    with SearchIndex(path, title_weight=7.0) as idx:
+        assert paths(idx.search("p", "gears")) == ["parsed/a.md"]

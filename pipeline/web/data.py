@@ -56,9 +56,11 @@ def _project(kb, name: str):
 
 def pending(kb, project: str | None) -> list[dict]:
     names = [project] if project else project_names(kb)
+    from kbwatch.pipeline.model import location
+
     out = []
     for name in names:
-        out += kb.journal.pending_findings(name)
+        out += [{**r, "where": location(r["path"], r["line"], r["column"])} for r in kb.journal.pending_findings(name)]
     return out
 
 

@@ -197,9 +197,9 @@ _SEVERITY = {"low": 0, "medium": 1, "high": 2}
 def group_findings(findings: Iterable[Finding]) -> list[tuple[Finding, int, list[int], str]]:
     """Findings grouped per rule, for people to read: ``(first, count, lines, severity)`` in
     the order each rule first occurs; ``severity`` is the group's highest."""
-    groups: dict[str, list[Finding]] = {}
-    for f in findings:
-        groups.setdefault(f.rule, []).append(f)
+    groups: dict[tuple[str, bool], list[Finding]] = {}
+    for f in findings:  # findings in the file's name (line 0) are a group of their own
+        groups.setdefault((f.rule, f.line == 0), []).append(f)
     out = []
     for fs in groups.values():
         sev = max((f.severity for f in fs), key=lambda s: _SEVERITY.get(s, 0))

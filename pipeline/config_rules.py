@@ -173,6 +173,7 @@ RULES: dict[str, Rule] = {
     "project.grounding": one_of("none", "recommended", "required"),
     "project.stale_after_documents": at_least(0, " (0 = the overview never counts as stale)"),
     "service.settle_seconds": at_least(0),
+    "service.locked_patience_seconds": at_least(0),
     "service.polling": AUTO_OR_BOOL,
     "service.poll_interval_seconds": positive,
     "service.rescan_seconds": at_least(0, " (0 turns the rescan off)"),

@@ -175,8 +175,8 @@ class RunExecutor:
             return None
         except intake.NotRegular as exc:
             refusal = str(exc)
-        except StageError as exc:
-            return finished_run(start, _refused(exc.message, exc.reason, exc.transient))
+        except StageError as exc:  # a file that will not open waits for it to open (KnowledgeBase.decide)
+            return finished_run(start, _refused(exc.message, exc.reason, exc.transient and exc.reason != CANNOT_OPEN))
         if refusal:  # swapped for a link or a special file after it was listed
             return finished_run(start, _refused(refusal))
         checkpoint("run:opened", source_rel)
@@ -263,6 +263,10 @@ class RunExecutor:
                 session.lock.release()
 
 
+# the reason of a run whose file would not open: not retried on a timer, taken again once it opens
+CANNOT_OPEN = "cannot-open"
+
+
 def _take(path: Path, snapshot_dir: Path) -> intake.Taken:
     """Open the source once and snapshot it (kbwatch.pipeline.intake); transient errors retried."""
     try:
@@ -272,7 +276,8 @@ def _take(path: Path, snapshot_dir: Path) -> intake.Taken:
     except intake.Changed as exc:
         raise TransientError(str(exc), reason="changed") from exc
     except PermissionError as exc:
-        raise TransientError(f"cannot read the file yet: {exc.strerror}", reason="locked") from exc
+        raise TransientError(f"cannot open the file: {exc.strerror} (a writer's lock or no read permission); "
+                             "it is taken again when it opens, or with `kbwatch retry`", reason=CANNOT_OPEN) from exc
     except OSError as exc:
         raise TransientError(f"cannot read the file: {exc.strerror}", reason="io") from exc
 

@@ -451,3 +451,20 @@ def display_path(path: str | os.PathLike) -> str:
 
 def monotonic() -> float:
     return time.monotonic()
+
+
+def opens(path: Path) -> bool:
+    """Whether the runner could open ``path`` for reading now. Only a regular file is tried
+    (never a FIFO or a device: opening one can block or act), without following a link;
+    anything else, a link or a vanished file counts as yes: the runner refuses or records it
+    without reading it."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return True
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    os.close(fd)
+    return True

@@ -26,7 +26,7 @@ from kbwatch.pipeline.formats.knowledge_md import render_knowledge
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.project_md import ProjectMd
 from kbwatch.pipeline.formats.run_record import build_record
-from kbwatch.pipeline.fsutil import atomic_write, display_path, iso_minute, make_state_dir, now_local, utc_iso
+from kbwatch.pipeline.fsutil import atomic_write, display_path, iso_minute, make_state_dir, now_local, opens, utc_iso
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.plugins import PluginSet, build_plugin_manager
 from kbwatch.pipeline.project import PROJECT_DIRS, discover_projects, is_project, project_refusal, refused_projects
@@ -163,6 +163,12 @@ class KnowledgeBase:
         if last is None or last["size"] != size or last["mtime_ns"] != mtime_ns:
             return 1, ""
         outcome = last["outcome"]
+        if outcome == "failed" and last.get("reason") == "cannot-open":  # kbwatch.pipeline.execute.CANNOT_OPEN
+            # it would not open (a writer's lock, no read permission): no timer, it is taken again
+            # once it opens (a rescan, or its permissions' event) or when `retry` asks
+            if last["retryable"] or opens(project / last["source"]):
+                return 1, ""
+            return None, "cannot be opened; taken again when it opens, or with `kbwatch retry`"
         if outcome == "failed":
             if not last["retryable"]:
                 return None, f"failed earlier ({last['error']}); unchanged"

@@ -156,7 +156,8 @@ class WatchService:
         self.stop_event = threading.Event()
         self.stop_signal: int | None = None  # what request_stop (the signal handler) saw; the loop acts on it
         self.runner = Runner(kb.root, kb.settings, kb.plugins, kb.journal)
-        self.tracker = StabilityTracker(kb.settings["service"]["settle_seconds"], self._submit)
+        self.tracker = StabilityTracker(kb.settings["service"]["settle_seconds"], self._submit,
+                                        kb.settings["service"]["locked_patience_seconds"])
         self.observer, self.observer_kind = choose_observer(kb.root, kb.settings)
         self.handler = SourceEvents(
             kb.root, kb.settings["ignore"]["patterns"], self.tracker.touch, self._scan_tree, self._new_dir,

@@ -11,12 +11,17 @@
   again at once, and notices new projects.
 - :class:`StabilityTracker` queues a candidate only once its size and mtime
   have not changed for ``settle_seconds`` and it opens for reading; a file
-  still growing is re-checked, never dropped.
+  still growing is re-checked, never dropped. A file that stays unopenable
+  (a writer's share lock, no read permission) or that cannot be looked at is
+  taken after ``locked_patience_seconds`` anyway, and one that is not a
+  regular file (a socket, a FIFO, a device) at once: the runner records why
+  (and retries what may pass), so nothing waits in the queue unrecorded.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -27,6 +32,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
+from kbwatch.pipeline.fsutil import opens
 from kbwatch.pipeline.sources import folder_too_deep, is_ignored
 
 NETWORK_FS = {
@@ -77,11 +83,13 @@ def choose_observer(root: Path, settings: dict):
 class StabilityTracker:
     """Candidates waiting for size+mtime to settle."""
 
-    def __init__(self, settle: float, submit: Callable[[Path], bool]):
+    def __init__(self, settle: float, submit: Callable[[Path], bool], patience: float = 60.0):
         self.settle = settle
         self.submit = submit
+        self.patience = patience  # how long a file that will not open or stat is waited for
         self._lock = threading.Lock()
         self._items: dict[Path, tuple[int, int, float]] = {}  # path -> (size, mtime_ns, last change)
+        self._stuck: dict[Path, float] = {}  # path -> when it first would not open or stat
 
     def __len__(self) -> int:
         return len(self._items)
@@ -97,6 +105,13 @@ class StabilityTracker:
     def forget(self, path: Path) -> None:
         with self._lock:
             self._items.pop(path, None)
+            self._stuck.pop(path, None)
+
+    def _waited_out(self, path: Path, now: float) -> bool:
+        """True once ``path`` has failed to open or stat for ``patience`` seconds."""
+        with self._lock:
+            since = self._stuck.setdefault(path, now)
+        return now - since >= self.patience
 
     def check(self) -> int:
         """Submit every settled candidate; returns how many were submitted."""
@@ -110,40 +125,30 @@ class StabilityTracker:
             except FileNotFoundError:
                 self.forget(path)
                 continue
-            except OSError:
+            except OSError:  # e.g. a folder on the way without search permission
+                if self._waited_out(path, now):
+                    ready.append(path)
                 continue
             if st.st_size != size or st.st_mtime_ns != mtime:
                 with self._lock:
                     if path in self._items:
                         self._items[path] = (st.st_size, st.st_mtime_ns, now)
+                    self._stuck.pop(path, None)  # it changed: whoever holds it is still writing
                 continue
             if now - changed < self.settle:
                 continue
-            if not _readable(path):
+            if stat.S_ISREG(st.st_mode) and not opens(path) and not self._waited_out(path, now):
                 with self._lock:  # still locked by its writer: look again later
                     if path in self._items:
                         self._items[path] = (size, mtime, now)
                 continue
-            ready.append(path)
+            ready.append(path)  # (not a regular file: the runner refuses it with the reason)
         n = 0
         for path in ready:
             self.forget(path)
             if self.submit(path):
                 n += 1
         return n
-
-
-def _readable(path: Path) -> bool:
-    if os.path.islink(path):
-        return True  # refused by the runner without opening it
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return True  # the runner records it as vanished
-    except OSError:
-        return False
-    os.close(fd)
-    return True
 
 
 class SourceEvents(FileSystemEventHandler):

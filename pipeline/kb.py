@@ -51,6 +51,25 @@ class Pending:
     attempt: int
 
 
+# failures that are the project's, not the file's (kbwatch.pipeline.formats): reason -> the file
+PROJECT_FILE_FAILURES = {"bad manifest": "manifest.json", "bad project.md": "project.md"}
+
+
+def _changed_since(path: Path, when: str | None) -> bool:
+    """Whether ``path`` was modified (or removed) after the UTC time ``when`` (``utc_iso``,
+    whole seconds: a change in the same second counts, at worst one more run)."""
+    from datetime import datetime
+
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return True  # removed (a fresh one is made) or unreadable: let the run say which
+    try:
+        return mtime >= datetime.fromisoformat(when).timestamp() if when else True
+    except ValueError:
+        return True
+
+
 class KnowledgeBase:
     def __init__(self, root: Path, config_file: Path | None = None, readonly: bool | None = False):
         self.root = root
@@ -169,6 +188,13 @@ class KnowledgeBase:
             if last["retryable"] or opens(project / last["source"]):
                 return 1, ""
             return None, "cannot be opened; taken again when it opens, or with `kbwatch retry`"
+        if outcome == "failed" and last.get("reason") in PROJECT_FILE_FAILURES:
+            # the file is fine, its project's manifest.json / project.md was not: taken again once
+            # that file changed after the run (fixed, restored or removed), not only by `retry`
+            held = PROJECT_FILE_FAILURES[last["reason"]]
+            if last["retryable"] or _changed_since(project / held, last["finished_at"]):
+                return 1, ""
+            return None, f"failed earlier ({last['error']}); taken again once {held} is fixed"
         if outcome == "failed":
             if not last["retryable"]:
                 return None, f"failed earlier ({last['error']}); unchanged"

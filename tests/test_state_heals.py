@@ -323,3 +323,28 @@ def test_a_manifest_of_the_wrong_shape_is_that_projects_problem(tmp_path):
     assert "files[1].name is not a string" in ingest.stdout + ingest.stderr
     assert "internal error" not in ingest.stdout + ingest.stderr
     assert (root / "bad" / "sources" / "b.txt").exists()  # not taken: nothing half-committed
+
+
+def test_files_that_failed_on_a_broken_manifest_are_taken_once_it_is_fixed(root, cli):
+    """A broken manifest.json fails every file of its project ("fix or restore it"). Those
+    failures are the project's, not the files': once manifest.json (or project.md) is fixed
+    they are taken again by the next ingest or rescan. They used to stay failed, "unchanged",
+    until someone ran `kbwatch retry`."""
+    import os
+    import time
+
+    from conftest import ingest, read_manifest
+
+    assert cli("init", "p").exit_code == 0
+    project = root / "p"
+    good = (project / "manifest.json").read_bytes()
+    (project / "manifest.json").write_text('{"files": [', encoding="utf-8")
+    (project / "sources" / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    (project / "sources" / "b.md").write_text("# B\n\nbeta\n", encoding="utf-8")
+    assert ingest(root)[0] == {"failed": 2}
+    past = time.time() - 5  # broken before the runs: a run of its own does not count as a fix
+    os.utime(project / "manifest.json", (past, past))
+    assert ingest(root)[0] == {}  # still broken: not taken again
+    (project / "manifest.json").write_bytes(good)
+    assert ingest(root)[0] == {"done": 2}
+    assert sorted(f["name"] for f in read_manifest(project)["files"]) == ["a", "b"]

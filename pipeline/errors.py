@@ -49,6 +49,12 @@ class StageError(KbwatchError):
         self.reason = reason
 
 
+# reasons the retry rules treat apart (KnowledgeBase.decide)
+CANNOT_OPEN = "cannot-open"  # the file would not open: taken again once it opens, not on a timer
+BAD_MANIFEST = "bad manifest"  # the project's manifest.json, not the file: taken again once it changes
+BAD_PROJECT_MD = "bad project.md"  # the same for project.md
+
+
 class TransientError(StageError):
     """Retry later with backoff: file locked, permission flapping, disk busy."""
 

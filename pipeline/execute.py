@@ -33,7 +33,7 @@ from loguru import logger
 
 from kbwatch.pipeline import confine, intake
 from kbwatch.pipeline.checkpoints import checkpoint
-from kbwatch.pipeline.errors import StageError, StopRun, TransientError
+from kbwatch.pipeline.errors import CANNOT_OPEN, StageError, StopRun, TransientError
 from kbwatch.pipeline.fsutil import display_path, new_run_id, utc_iso
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.project import ProjectSession, project_refusal
@@ -261,10 +261,6 @@ class RunExecutor:
                         logger.exception("cleanup of stage {} failed", stage.name)
             if held:
                 session.lock.release()
-
-
-# the reason of a run whose file would not open: not retried on a timer, taken again once it opens
-CANNOT_OPEN = "cannot-open"
 
 
 def _take(path: Path, snapshot_dir: Path) -> intake.Taken:

@@ -14,13 +14,14 @@ import re
 import stat
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from loguru import logger
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.config import load_settings, state_dir
-from kbwatch.pipeline.errors import ConfigError, KbwatchError
+from kbwatch.pipeline.errors import BAD_MANIFEST, BAD_PROJECT_MD, CANNOT_OPEN, ConfigError, KbwatchError
 from kbwatch.pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, fit_stem, parsed_path
 from kbwatch.pipeline.formats.knowledge_md import render_knowledge
 from kbwatch.pipeline.formats.manifest import Manifest
@@ -52,14 +53,12 @@ class Pending:
 
 
 # failures that are the project's, not the file's (kbwatch.pipeline.formats): reason -> the file
-PROJECT_FILE_FAILURES = {"bad manifest": "manifest.json", "bad project.md": "project.md"}
+PROJECT_FILE_FAILURES = {BAD_MANIFEST: "manifest.json", BAD_PROJECT_MD: "project.md"}
 
 
 def _changed_since(path: Path, when: str | None) -> bool:
     """Whether ``path`` was modified (or removed) after the UTC time ``when`` (``utc_iso``,
     whole seconds: a change in the same second counts, at worst one more run)."""
-    from datetime import datetime
-
     try:
         mtime = os.stat(path).st_mtime
     except OSError:
@@ -182,7 +181,7 @@ class KnowledgeBase:
         if last is None or last["size"] != size or last["mtime_ns"] != mtime_ns:
             return 1, ""
         outcome = last["outcome"]
-        if outcome == "failed" and last.get("reason") == "cannot-open":  # kbwatch.pipeline.execute.CANNOT_OPEN
+        if outcome == "failed" and last.get("reason") == CANNOT_OPEN:
             # it would not open (a writer's lock, no read permission): no timer, it is taken again
             # once it opens (a rescan, or its permissions' event) or when `retry` asks
             if last["retryable"] or opens(project / last["source"]):

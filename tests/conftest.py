@@ -114,3 +114,26 @@ def index_rows(project: Path) -> list[list[str]]:
 
 def run_records(project: Path) -> list[dict]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((project / "runs").glob("ingest-*.json"))]
+
+
+def open_at_once(open_and_close, threads: int = 6) -> list[str]:
+    """Call ``open_and_close()`` from ``threads`` threads released together (a barrier); the
+    ``repr`` of every exception raised, for the assertion (fresh SQLite files opened at once)."""
+    import threading
+
+    errors: list[str] = []
+    start = threading.Barrier(threads)
+
+    def run():
+        start.wait()
+        try:
+            open_and_close()
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(repr(exc))
+
+    started = [threading.Thread(target=run) for _ in range(threads)]
+    for t in started:
+        t.start()
+    for t in started:
+        t.join(timeout=120)
+    return errors

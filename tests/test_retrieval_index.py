@@ -395,25 +395,11 @@ def test_several_opening_a_fresh_index_at_once_all_succeed(tmp_path):
     """The service and an `ask` opening a root's index for the first time together: reading
     the schema and then writing it deadlocked, and SQLite answered "database is locked"
     without waiting (137 rounds of 200 with six threads). All six open, and it works."""
-    import threading
+    from conftest import open_at_once
 
     for round_ in range(20):
         path = tmp_path / f"r{round_}" / "index.sqlite3"
-        errors: list[str] = []
-        start = threading.Barrier(6)
-
-        def open_it():
-            start.wait()
-            try:
-                SearchIndex(path).close()
-            except Exception as exc:  # noqa: BLE001 - collected for the assertion
-                errors.append(repr(exc))
-
-        threads = [threading.Thread(target=open_it) for _ in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
+        errors = open_at_once(lambda: SearchIndex(path).close())
         assert not errors, (round_, errors)
     with SearchIndex(path) as idx:
         idx.upsert_document("p", "parsed/a.md", "A", "# A\n\nwidgets and gears\n")

@@ -268,27 +268,12 @@ def test_the_first_opens_of_a_fresh_journal_at_once_all_succeed(tmp_path):
     ended in "database is locked" (an internal error; the service died at start). Threads
     race the same way, 29 rounds of 30 before the fix. Then the switch to WAL still failed
     now and then (SQLite answers it "locked" without waiting): 10 rounds in 300, so 60 here."""
-    import threading
-
+    from conftest import open_at_once
     from kbwatch.pipeline.journal import Journal
 
     for round_ in range(60):
         path = tmp_path / f"r{round_}" / "journal.sqlite3"
-        errors: list[str] = []
-        start = threading.Barrier(6)
-
-        def open_it():
-            start.wait()
-            try:
-                Journal(path).db.conn.close()
-            except Exception as exc:  # noqa: BLE001 - collected for the assertion
-                errors.append(repr(exc))
-
-        threads = [threading.Thread(target=open_it) for _ in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
+        errors = open_at_once(lambda: Journal(path).db.conn.close())
         assert not errors, (round_, errors)
         journal = Journal(path)
         try:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbwatch.pipeline import confine
-from kbwatch.pipeline.errors import PermanentError
+from kbwatch.pipeline.errors import BAD_MANIFEST, PermanentError
 
 HASH_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _UTF8 = "surrogatepass"  # a name json holds with a lone surrogate survives the round trip
@@ -56,12 +56,12 @@ class Manifest:
         try:
             data = json.loads(confine.read_text(path))
         except (confine.Escape, confine.NotRegularFile) as exc:  # a link or a FIFO planted in its place
-            raise PermanentError(f"{path}: {exc.strerror}; restore the real file", reason="bad manifest") from None
+            raise PermanentError(f"{path}: {exc.strerror}; restore the real file", reason=BAD_MANIFEST) from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise PermanentError(f"{path}: not valid JSON ({exc}); fix or restore it", reason="bad manifest") from exc
+            raise PermanentError(f"{path}: not valid JSON ({exc}); fix or restore it", reason=BAD_MANIFEST) from exc
         problems = validate(data)
         if problems:
-            raise PermanentError(f"{path}: {problems[0]}", reason="bad manifest")
+            raise PermanentError(f"{path}: {problems[0]}", reason=BAD_MANIFEST)
         return cls(data)
 
     def dumps(self) -> str:

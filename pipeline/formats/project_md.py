@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbwatch.pipeline import confine
-from kbwatch.pipeline.errors import PermanentError
+from kbwatch.pipeline.errors import BAD_PROJECT_MD, PermanentError
 from kbwatch.pipeline.formats.parsed import strip_header
 
 HEADINGS = {
@@ -329,4 +329,4 @@ def _read_own(path: Path) -> str:
         return confine.read_text(path, errors="replace")
     except (confine.Escape, confine.NotRegularFile) as exc:
         raise PermanentError(f"{path}: {exc.strerror}; move it aside and kbwatch writes a new one",
-                             reason="bad project.md") from None
+                             reason=BAD_PROJECT_MD) from None

@@ -29,6 +29,7 @@ and every project write through :class:`ProjectSession` methods.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -39,11 +40,12 @@ from loguru import logger
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.checkpoints import checkpoint
 from kbwatch.pipeline.config import state_dir
-from kbwatch.pipeline.errors import TransientError
+from kbwatch.pipeline.errors import PROJECT_REPLACED, TransientError
 from kbwatch.pipeline.execute import FinishedRun
+from kbwatch.pipeline.formats.manifest import session_manifest
 from kbwatch.pipeline.fsutil import atomic_write, display_path, utc_iso
 from kbwatch.pipeline.journal import Journal
-from kbwatch.pipeline.project import ProjectSession
+from kbwatch.pipeline.project import ProjectReplaced, ProjectSession
 from kbwatch.pipeline.retry_policy import retry_transient
 from kbwatch.pipeline.run_queue import Job
 from kbwatch.pipeline.run_records import file_record, finding_row, journal_row, observed, pending_count
@@ -73,7 +75,26 @@ class Committer:
             s = self._sessions.get(key)
             if s is None:
                 s = self._sessions[key] = ProjectSession(project, self.settings, state_dir(self.settings))
+                s.on_replaced = lambda: self._replaced(s)
             return s
+
+    def _replaced(self, session: ProjectSession) -> None:
+        """The project folder was deleted and made again, or replaced, under the service
+        (call under ``session.lock``): the old folder's batch ends (its commit refuses
+        it), then the plugins forget what they derived from the old folder."""
+        if session.has_pending():
+            self.flush(session)
+        logger.warning("project {}: its folder was deleted or replaced; continuing with the folder there now",
+                       session.name)
+        try:
+            self.journal.keep_findings_of(session.name, set(session_manifest(session).names()))
+        except Exception as exc:  # a broken manifest in the new folder: its own runs say so
+            logger.warning("findings of the old {} folder kept: {}", session.name, exc)
+        try:
+            self.plugins.hook.kb_project_changed(project=session.path, reason="replaced",
+                                                 settings=self.settings, journal=self.journal)
+        except Exception:
+            logger.exception("a kb_project_changed hook failed for {}", session.name)
 
     def _all_sessions(self) -> list[ProjectSession]:
         with self._sessions_lock:
@@ -182,7 +203,8 @@ class Committer:
 
     def _commit_runs(self, session: ProjectSession, runs: list[FinishedRun]) -> None:
         self._make_durable(session, runs)
-        rows, stage_rows, finding_rows = self._write_records(session, runs)
+        with session.anchored():  # the folder the batch was written to, even if replaced meanwhile
+            rows, stage_rows, finding_rows = self._write_records(session, runs)
         self._record_in_journal(session, runs, rows, stage_rows, finding_rows)
         try:
             session.run_after_commit()
@@ -199,6 +221,11 @@ class Committer:
             session.last_commit_seconds = time.monotonic() - t0
             logger.debug("committed {} run(s) of {} in {:.0f} ms", len(runs), session.name,
                          session.last_commit_seconds * 1000)
+        except ProjectReplaced as exc:
+            logger.warning("{}: {} run(s) dropped, nothing written", exc, len(runs))
+            session.discard()
+            for run in runs:
+                _replaced(run, exc)
         except Exception as exc:
             logger.error("commit of {} failed: {}", session.name, exc)
             session.discard()
@@ -212,7 +239,7 @@ class Committer:
                        runs: list[FinishedRun]) -> tuple[list[dict], list[dict], list[dict]]:
         """Remove the sources of done runs, write every run's ``runs/*.json``; the journal rows."""
         rows, stage_rows, finding_rows = [], [], []
-        pending = None
+        pending = gone = None
         for run in runs:
             ctx = run.ctx
             if run.outcome in ("done", "duplicate"):
@@ -222,10 +249,18 @@ class Committer:
                 pending = pending_count(self.journal, session.name, runs)
             record = file_record(run, pending)
             rec_rel = f"runs/{run.run_id}.json"
-            try:
-                atomic_write(session.path / rec_rel, json.dumps(record, ensure_ascii=False) + "\n", fsync=False)
-            except OSError as exc:
-                logger.error("cannot write {}: {}", rec_rel, exc)
+            if gone is None:  # deleted or replaced: the folder there now is not these runs' project
+                gone = not os.path.isdir(session.path) or session.replaced()
+            if not gone and not _of_old_folder(run):
+                try:
+                    atomic_write(session.path / rec_rel, json.dumps(record, ensure_ascii=False) + "\n", fsync=False)
+                except OSError as exc:
+                    if session.replaced():  # deleted under the batch: its records went with it
+                        gone = True
+                    elif isinstance(exc, FileNotFoundError):  # runs/ deleted meanwhile
+                        logger.warning("cannot write {}: {}", rec_rel, exc.strerror)
+                    else:
+                        logger.error("cannot write {}: {}", rec_rel, exc)
             rows.append(journal_row(run, session.name, record, rec_rel, utc_iso(), self.settings))
             stage_rows.extend(run.stage_rows)
             if run.outcome == "done":
@@ -272,6 +307,29 @@ def _pending_note(run: FinishedRun, project: str) -> str:
     return f"; {pending} finding(s) wait for review (kbwatch review {project})"
 
 
+def _replaced(run: FinishedRun, exc: ProjectReplaced) -> None:
+    """A run whose project folder went away before its commit: nothing of it was kept.
+    Taken again if its source is still there, the same file (the folder was replaced
+    around it); otherwise it left with the old folder."""
+    if run.outcome not in ("done", "duplicate"):
+        return
+    ctx = run.ctx
+    try:
+        st = os.lstat(ctx.source) if ctx is not None else None
+    except OSError:
+        st = None
+    still = st is not None and confine.same_file(st, run.device, run.inode, run.size, run.mtime_ns)
+    run.outcome, run.retryable, run.reason = "failed", still, PROJECT_REPLACED
+    run.message = run.error = (f"{exc}; nothing of it was kept"
+                               + ("; it is taken again" if still else "; the file left with the old folder"))
+
+
+def _of_old_folder(run: FinishedRun) -> bool:
+    """A run of a project folder that is gone: its record is kept in the journal only
+    (the folder now at the project's path is another one)."""
+    return run.reason == PROJECT_REPLACED and not run.retryable
+
+
 def _commit(session: ProjectSession) -> None:
     try:
         session.commit()
@@ -296,6 +354,8 @@ def _remove_source(ctx: RunContext, run: FinishedRun) -> None:
     links. Its folder stays: sub-folders of sources/ are the users'."""
     try:
         removed = confine.unlink_if_same(ctx.source, run.device, run.inode, run.size, run.mtime_ns)
+    except FileNotFoundError:  # gone already (its folder too)
+        return
     except OSError as exc:
         logger.warning("could not remove {}: {}", ctx.source_rel, exc)
         ctx.diagnose("warning", f"ingested, but the source could not be removed: {exc.strerror}")

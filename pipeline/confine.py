@@ -248,9 +248,52 @@ def _beneath_root(root: str, rel: str, flags: int) -> int | None:
         _release_root(kept)
 
 
+# -- anchors: a project folder reached through the descriptor its session keeps ----
+# While a thread holds a project's session lock and writes into the project, the project
+# folder is reached through the descriptor the session keeps open (ProjectSession.anchored),
+# not through its name: a folder deleted and made again under the same name meanwhile
+# (rm -rf p; mkdir p) never receives what was meant for the old one. Writes into a deleted
+# folder fail (ENOENT) instead.
+
+_local = threading.local()
+
+
+@contextmanager
+def anchored(path: Path | str, fd: int | None) -> Iterator[None]:
+    """Within the block, in this thread, paths below ``path`` (a folder directly below a
+    registered root) start at ``fd`` instead of at ``path``'s name."""
+    where = split_under_root(path)
+    if fd is None or where is None or len(where[1]) != 1:
+        yield
+        return
+    anchors = getattr(_local, "anchors", None)
+    if anchors is None:
+        anchors = _local.anchors = {}
+    key = (where[0], where[1][0])
+    before = anchors.get(key)
+    anchors[key] = fd
+    try:
+        yield
+    finally:
+        if before is None:
+            del anchors[key]
+        else:
+            anchors[key] = before
+
+
+def _anchor(root: str, parts: list[str]) -> int | None:
+    anchors = getattr(_local, "anchors", None)
+    if not anchors or not parts:
+        return None
+    return anchors.get((root, parts[0]))
+
+
 def _walk(root: str, parts: list[str], create: bool) -> int:
     """A descriptor of ``root/parts...`` reached without following a link below the root:
     one ``openat2`` when it can, else component by component (:func:`_walk_each`)."""
+    anchor = _anchor(root, parts)
+    if anchor is not None:
+        return _walk_from(anchor, parts[1:], create)
     if parts and _OPENAT2 is not None and "." not in parts and ".." not in parts:
         fd = _beneath_root(root, "/".join(parts), DIR_FLAGS)
         if fd is not None:
@@ -258,14 +301,28 @@ def _walk(root: str, parts: list[str], create: bool) -> int:
     return _walk_each(root, parts, create)
 
 
-def _walk_each(root: str, parts: list[str], create: bool) -> int:
-    fd = _open_root(root)
+def _walk_from(start: int, parts: list[str], create: bool) -> int:
+    """:func:`_walk` below an anchored project folder's descriptor."""
+    if parts and _OPENAT2 is not None and "." not in parts and ".." not in parts:
+        fd = _beneath(start, "/".join(parts), DIR_FLAGS)
+        if fd is not None:
+            return fd
+    return _walk_each("", parts, create, start=os.open(".", DIR_FLAGS, dir_fd=start))
+
+
+def _walk_each(root: str, parts: list[str], create: bool, start: int | None = None) -> int:
+    fd = _open_root(root) if start is None else start
+    below = 0 if start is None else 1  # components below the root already passed
     try:
-        for name in parts:
+        for i, name in enumerate(parts, below):
             if name in (".", ".."):
                 raise Escape(errno.EPERM, f"'{name}' is not allowed in a path below the root", name)
             try:
-                nxt = _open_component(fd, name, create)
+                # a project folder is never made by a write into it: one deleted under a
+                # running service stays deleted (its pending work is refused, see
+                # ProjectSession.check_folder); `init` makes projects. Hidden folders
+                # (the state dir) are made as needed.
+                nxt = _open_component(fd, name, create and (i > 0 or name.startswith(".")))
             except OSError as exc:  # from either open: a link can appear between the two
                 if exc.errno in LINK_ERRNOS:
                     raise Escape(exc.errno, f"{name} is a symbolic link or not a folder; "
@@ -331,7 +388,7 @@ def open_file(path: Path) -> int:
     a FIFO does not hang; the caller checks ``fstat`` is a regular file)."""
     where = split_under_root(path)
     if where is not None and len(where[1]) > 1 and _OPENAT2 is not None and path.name == where[1][-1] \
-            and "." not in where[1] and ".." not in where[1]:
+            and "." not in where[1] and ".." not in where[1] and _anchor(where[0], where[1]) is None:
         fd = _beneath_root(where[0], "/".join(where[1]), FILE_FLAGS)
         if fd is not None:
             return fd

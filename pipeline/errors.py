@@ -53,6 +53,7 @@ class StageError(KbwatchError):
 CANNOT_OPEN = "cannot-open"  # the file would not open: taken again once it opens, not on a timer
 BAD_MANIFEST = "bad manifest"  # the project's manifest.json, not the file: taken again once it changes
 BAD_PROJECT_MD = "bad project.md"  # the same for project.md
+PROJECT_REPLACED = "project replaced"  # the project folder was deleted or replaced during the run
 
 
 class TransientError(StageError):

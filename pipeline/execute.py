@@ -33,7 +33,7 @@ from loguru import logger
 
 from kbwatch.pipeline import confine, intake
 from kbwatch.pipeline.checkpoints import checkpoint
-from kbwatch.pipeline.errors import CANNOT_OPEN, StageError, StopRun, TransientError
+from kbwatch.pipeline.errors import CANNOT_OPEN, PROJECT_REPLACED, StageError, StopRun, TransientError
 from kbwatch.pipeline.fsutil import display_path, new_run_id, utc_iso
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.project import ProjectSession, project_refusal
@@ -104,6 +104,12 @@ def finished_run(start: _Start, ending: _Ending, *, ctx: RunContext | None = Non
     )
 
 
+def _replaced_ending(session: ProjectSession) -> _Ending:
+    message = (f"the project folder {session.name} was deleted or replaced while the file was "
+               "processed; nothing of it was kept")
+    return _Ending(outcome="failed", message=message, error=message, reason=PROJECT_REPLACED)
+
+
 def _refused(message: str, reason: str = "refused", retryable: bool = False) -> _Ending:
     return _Ending(outcome="failed", message=message, error=message, reason=reason, retryable=retryable)
 
@@ -150,6 +156,7 @@ class RunExecutor:
             return None
         if folder_too_deep(job.rel.rpartition("/")[0]):  # its path may be too long to even look at
             return finished_run(_Start(job, run_id, started, name, 0, 0), _refused(TOO_DEEP))
+        folder = session.pin_folder()  # the folder the file is taken from (see _run_stages)
         reason, st = classify(source)
         if reason == "vanished":
             self.journal.event(project.name, source_rel, "vanished", "the file disappeared before it was taken")
@@ -194,7 +201,7 @@ class RunExecutor:
         )
         stage_rows: list[dict] = []
         try:
-            ending = self._run_stages(ctx, session, stage_rows)
+            ending = self._run_stages(ctx, session, stage_rows, folder)
         finally:
             intake.discard(snapshot_dir, keep_folder=True, only=taken.snapshot)
         if ending.reason == "shutdown":  # abandoned cleanly: nothing was written, the file stays
@@ -204,10 +211,16 @@ class RunExecutor:
             ending.message = ending.error = give_up_message(ending.message, job.attempt)
         return finished_run(start, ending, ctx=ctx, taken=taken, stage_rows=stage_rows)
 
-    def _run_stages(self, ctx: RunContext, session: ProjectSession, stage_rows: list[dict]) -> _Ending:
-        """The stage loop; appends one row per stage to ``stage_rows``; always cleans up."""
+    def _run_stages(self, ctx: RunContext, session: ProjectSession, stage_rows: list[dict],
+                    folder: tuple[int, int] | None = None) -> _Ending:
+        """The stage loop; appends one row per stage to ``stage_rows``; always cleans up.
+
+        ``folder`` is the project folder's identity when the file was taken: a run whose
+        project folder was deleted or replaced since then writes nothing (the folder now
+        at that path is another project)."""
         run_id = ctx.run_id
         held = False
+        anchor = None  # while held: the project folder is reached through the session's descriptor
         ran: list[Any] = []
         try:
             for stage in self.stages:
@@ -216,7 +229,13 @@ class RunExecutor:
                     session.lock.acquire()
                     held = True
                     session.hold_files()  # held until the commit: no one writes the project meanwhile
+                    if folder is not None and session.folder is not None and folder != session.folder:
+                        return _replaced_ending(session)
+                    anchor = session.anchored()
+                    anchor.__enter__()
                 elif concurrent and held:
+                    anchor.__exit__(None, None, None)
+                    anchor = None
                     session.lock.release()
                     held = False
                 able = getattr(stage, "able_to_run", None)
@@ -245,9 +264,20 @@ class RunExecutor:
             return _Ending(outcome=stop.outcome.value, message=stop.message, blocked_by=stop.blocked_by,
                            error=stop.message if stop.outcome.value == "conflict" else None)
         except StageError as exc:
+            if exc.reason != PROJECT_REPLACED and session.replaced():
+                return _replaced_ending(session)
             return _Ending(outcome="failed", message=exc.message, error=exc.message, reason=exc.reason,
                            retryable=exc.transient)
         except Exception as exc:
+            if session.replaced():  # its folder went away under a write: no crash of ours
+                return _replaced_ending(session)
+            if isinstance(exc, OSError) and exc.errno is not None:
+                # the file system refused (a folder deleted under the write, a full disk):
+                # no fault of the file's; taken again later
+                where = f" {display_path(exc.filename)}" if exc.filename else ""
+                message = f"file system error on{where or ' a file'}: {exc.strerror}; it is taken again later"
+                logger.warning("{}: {}", ctx.source_rel, message)
+                return _Ending(outcome="failed", message=message, error=message, reason="io", retryable=True)
             logger.opt(exception=True).error("stage crashed on {}: {}", ctx.source_rel, exc)
             message = f"internal error: {type(exc).__name__}: {exc} (see the service log)"
             return _Ending(outcome="failed", message=message, error=message, reason="internal error")
@@ -259,6 +289,8 @@ class RunExecutor:
                         cleanup(ctx)
                     except Exception:
                         logger.exception("cleanup of stage {} failed", stage.name)
+            if anchor is not None:
+                anchor.__exit__(None, None, None)
             if held:
                 session.lock.release()
 

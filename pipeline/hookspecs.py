@@ -263,7 +263,10 @@ def kb_project_changed(project: Path, reason: str, settings: Settings, journal: 
     """A command changed ``project`` outside an ingest run; refresh derived files.
 
     ``reason`` is ``"review"`` (a finding approved or rejected), ``"rebuild"``
-    (project.md regenerated) or ``"remove"`` (a document removed). The
+    (project.md regenerated), ``"remove"`` (a document removed) or
+    ``"replaced"`` (the running service found the project folder deleted and
+    made again, or replaced by another folder: what was derived from the old
+    folder no longer holds; the built-in ``index`` plugin re-reads parsed/). The
     built-in ``knowledge`` plugin rewrites KNOWLEDGE.md (its status and
     description). During ingest runs the stages keep their files current
     themselves; this hook is not called then.

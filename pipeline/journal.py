@@ -430,6 +430,16 @@ class Journal:
             for document in documents:
                 db.execute("update findings set current = 0 where project = ? and document = ?", [project, document])
 
+    def keep_findings_of(self, project: str, documents: set[str]) -> int:
+        """Findings of the project's other documents stop counting (their folder is gone);
+        returns how many documents lost theirs."""
+        with self._lock:
+            held = {r["document"] for r in self.db.query(
+                "select distinct document from findings where project = ? and current = 1", [project])}
+        gone = sorted(held - documents)
+        self.supersede_documents(project, gone)
+        return len(gone)
+
     # -- events and service ------------------------------------------------
     def event(self, project: str, path: str, kind: str, detail: str = "") -> None:
         with self._lock:

@@ -21,7 +21,7 @@ from loguru import logger
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.config import load_settings, state_dir
-from kbwatch.pipeline.errors import BAD_MANIFEST, BAD_PROJECT_MD, CANNOT_OPEN, ConfigError, KbwatchError
+from kbwatch.pipeline.errors import BAD_MANIFEST, BAD_PROJECT_MD, CANNOT_OPEN, PROJECT_REPLACED, ConfigError, KbwatchError
 from kbwatch.pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, fit_stem, parsed_path
 from kbwatch.pipeline.formats.knowledge_md import render_knowledge
 from kbwatch.pipeline.formats.manifest import Manifest
@@ -147,6 +147,9 @@ class KnowledgeBase:
             refusal = project_refusal(path)
             if refusal:
                 raise KbwatchError(f"project {name} is refused: {refusal}")
+        if not os.path.lexists(path):
+            os.mkdir(path)  # a write below the root never makes a project folder (confine)
+            created.append(f"{name}/")
         for d in PROJECT_DIRS:
             if not (path / d).is_dir():
                 os.close(confine.open_dir(path / d, create=True))
@@ -181,6 +184,8 @@ class KnowledgeBase:
         if last is None or last["size"] != size or last["mtime_ns"] != mtime_ns:
             return 1, ""
         outcome = last["outcome"]
+        if outcome == "failed" and last.get("reason") == PROJECT_REPLACED:
+            return 1, ""  # that run's folder is gone: a file there now is in another folder
         if outcome == "failed" and last.get("reason") == CANNOT_OPEN:
             # it would not open (a writer's lock, no read permission): no timer, it is taken again
             # once it opens (a rescan, or its permissions' event) or when `retry` asks

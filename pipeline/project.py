@@ -13,6 +13,14 @@ stages, or parks) until ``release_files()`` after the commit. Whenever it
 re-takes the lock after someone else held it, what it cached from the
 project's files is dropped and read again (``cached_work`` state, the
 session's own pending work, is kept).
+
+The session also keeps the project folder itself open (``pin_folder``): runs
+note the folder they took their file from, the serial stages and the commit
+reach the folder through that descriptor (``anchored``), and a folder deleted
+and made again at the same path (``rm -rf p; mkdir -p p/sources``), or moved
+away, is seen as another project: the old folder's pending work is refused
+(:class:`ProjectReplaced`, reason ``project replaced``), nothing of it is
+written into the new folder, and the plugins are told (``on_replaced``).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from kbwatch.pipeline import confine
 from kbwatch.pipeline.fsutil import atomic_write_many
 from kbwatch.pipeline.project_lock import ProjectFileLock, project_file_lock  # noqa: F401  (project_file_lock: re-exported)
 
@@ -107,6 +116,18 @@ def refused_projects(root: Path) -> list[tuple[str, str]]:
     return out
 
 
+class ProjectReplaced(Exception):
+    """The project folder was deleted or replaced by another folder since the session read it."""
+
+
+def folder_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
 def _stamp(path: Path) -> tuple[int, int, int] | None:
     """What tells a changed file: an atomic rename by another process always changes the inode."""
     try:
@@ -137,6 +158,13 @@ class ProjectSession:
         self.count_lock = threading.Lock()  # never held long: submit must not wait for a commit
         self.first_pending_at: float | None = None
         self.last_commit_seconds = 0.0
+        # the folder (device, inode) the cached state and the pending work belong to
+        self._folder: tuple[int, int] | None = None
+        self._folder_fd: int | None = None  # that folder, kept open (see pin_folder)
+        self._pin_lock = threading.Lock()
+        # commits the pending work of a folder that was replaced (set by the committer)
+        self.on_replaced: Callable[[], None] | None = None
+        self._replacing = False
 
     # -- runs in flight (the runner's bookkeeping) -----------------------------
     def enter(self) -> None:
@@ -189,12 +217,81 @@ class ProjectSession:
         cached from the project's files is dropped, to be read again.
         """
         lock = self._file_lock
-        if lock is None or lock.held:
-            return
-        if lock.acquire():
+        if lock is not None and not lock.held and lock.acquire():
             for key in list(self._cache):
                 if key not in self._kept and key.removeprefix("file:") not in self._writes:
                     del self._cache[key]
+        self._bind_folder()
+
+    def _bind_folder(self) -> None:
+        """Note which folder this session works on. A project folder deleted, or replaced
+        by another (``rm -rf``, a move), since the session last read it is a new project:
+        the old folder's pending work is committed first, which refuses it
+        (:meth:`commit`); then everything cached from the old folder is dropped."""
+        now = folder_identity(self.path)
+        if now == self._folder or now is None or self._replacing:
+            return
+        if self._folder is not None and self.on_replaced is not None:
+            self._replacing = True
+            try:
+                # the old folder's pending work is committed, which refuses it (and records
+                # why); what was derived from the old folder (the index) is brought in line
+                self.on_replaced()
+            finally:
+                self._replacing = False
+        if self._folder is not None and self.has_pending():
+            return  # the commit refuses it, then discard() lets the next run bind anew
+        if self._folder is not None:
+            self._cache.clear()
+            self._kept.clear()
+        self._pin(rebind=True)
+
+    def pin_folder(self) -> tuple[int, int] | None:
+        """The project folder's (device, inode) now, for a run taking a file from it.
+
+        The session keeps the folder it works on open, so that its inode cannot be
+        given to a folder made later at the same path (ext4 hands a freed inode
+        straight back to ``rm -rf p; mkdir p``): a (device, inode) that differs from
+        the pinned one is then always another folder."""
+        if self._folder is None:
+            self._pin(rebind=False)
+        return folder_identity(self.path)
+
+    def _pin(self, rebind: bool) -> None:
+        with self._pin_lock:
+            if self._folder is not None and not rebind:
+                return
+            try:
+                fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                return
+            st = os.fstat(fd)
+            old, self._folder_fd = self._folder_fd, fd
+            self._folder = (st.st_dev, st.st_ino)
+            if old is not None:
+                os.close(old)
+
+    def anchored(self):
+        """Within the block (under ``self.lock``), this thread reaches the project folder
+        through the descriptor the session keeps (:func:`kbwatch.pipeline.confine.anchored`):
+        nothing written meanwhile lands in another folder made at the same path."""
+        return confine.anchored(self.path, self._folder_fd)
+
+    @property
+    def folder(self) -> tuple[int, int] | None:
+        """(device, inode) of the project folder this session works on (kept open)."""
+        return self._folder
+
+    def replaced(self) -> bool:
+        """The project folder is no longer the one this session works on."""
+        return self._folder is not None and folder_identity(self.path) != self._folder
+
+    def check_folder(self) -> None:
+        """Raise :class:`ProjectReplaced` when the project folder is not the one the
+        session's pending work was made in (nothing is then written)."""
+        if self.replaced():
+            raise ProjectReplaced(
+                f"the project folder {self.name} was deleted or replaced while the file was processed")
 
     def release_files(self) -> None:
         """Let other writers in, unless writes are still pending (call under ``self.lock``)."""
@@ -246,9 +343,15 @@ class ProjectSession:
         if took:  # a caller that did not hold the files: hold them for the write
             self._file_lock.acquire()
         try:
+            self.check_folder()  # never write the old folder's state into a new one
             # new copies (archive, parsed) and the project files' new contents
             # are synced in one round; only then are the project files replaced
-            atomic_write_many([(self.path / rel, render()) for rel, render in writes.items()], durable)
+            try:
+                with self.anchored():
+                    atomic_write_many([(self.path / rel, render()) for rel, render in writes.items()], durable)
+            except OSError:
+                self.check_folder()  # the folder went away during the writes: say so
+                raise
             for rel in writes:
                 written.append(rel)
                 key = f"file:{rel}"
@@ -274,6 +377,9 @@ class ProjectSession:
         self._after.clear()
         self._durable.clear()
         self._cache.clear()
+        self._kept.clear()
+        # the folder stays pinned: if it was replaced, the next run's hold_files() sees
+        # that and tells the plugins (on_replaced) before binding to the folder there now
 
 
 @contextmanager

@@ -168,7 +168,7 @@ class WatchService:
         self._blocking: dict[Path, set[Path]] = {}
         self._blocking_lock = threading.Lock()
         self.runner.on_finished.append(self._note_conflict)
-        self._watches: dict[str, object] = {}
+        self._watches: dict[str, tuple[object, tuple[int, int] | None]] = {}  # key -> (watch, its folder)
         # inotify: ask the kernel only for what the tracker needs. A file's writes
         # end with a close (IN_CLOSE_WRITE); growing files are re-checked by the
         # tracker itself, so per-write "modified" events are only cost. The
@@ -183,21 +183,55 @@ class WatchService:
         self.state_guard = None  # set by run_service (kbwatch.pipeline.state_guard.StateGuard)
 
     # -- watches ---------------------------------------------------------------
-    def _schedule(self, path: Path, recursive: bool) -> None:
+    def _schedule(self, path: Path, recursive: bool) -> bool:
+        """Watch ``path``; True when a new watch was made.
+
+        A watch belongs to the folder it was made on, not to its name: a folder
+        deleted and made again (``rm -rf p`` then ``mkdir -p p/sources``) has lost
+        its kernel watch. Its creation event says so (:meth:`_new_dir`); a missed one
+        is caught here when the folder's (device, inode) changed.
+        """
         key = f"{path}|{recursive}"
+        try:
+            st = os.lstat(path)
+            ident = (st.st_dev, st.st_ino)
+        except OSError:
+            ident = None
         with self._watch_lock:
-            if key in self._watches:
-                return
+            held = self._watches.get(key)
+            if held is not None:
+                if held[1] == ident:
+                    return False
+                try:
+                    self.observer.unschedule(held[0])
+                except Exception:  # its emitter already stopped with its folder
+                    pass
+                del self._watches[key]
             try:
-                self._watches[key] = self.observer.schedule(
+                self._watches[key] = (self.observer.schedule(
                     self.handler, str(path), recursive=recursive, event_filter=self._event_filter
-                )
+                ), ident)
             except (OSError, FileNotFoundError) as exc:
                 logger.warning("cannot watch {}: {}", path, exc)
+                return False
+            return True
+
+    def _drop_watches(self, path: Path) -> None:
+        """Forget the watches of ``path`` and of the folders below it."""
+        prefix = f"{path}/"
+        with self._watch_lock:
+            for key, (watch, _ident) in list(self._watches.items()):
+                watched = key.rsplit("|", 1)[0]
+                if watched == str(path) or watched.startswith(prefix):
+                    try:
+                        self.observer.unschedule(watch)
+                    except Exception:  # its emitter already stopped with its folder
+                        pass
+                    del self._watches[key]
 
     def _unschedule_missing(self) -> None:
         with self._watch_lock:
-            for key, watch in list(self._watches.items()):
+            for key, (watch, _ident) in list(self._watches.items()):
                 path = key.rsplit("|", 1)[0]
                 if not os.path.isdir(path):
                     try:
@@ -208,6 +242,10 @@ class WatchService:
 
     def refresh_projects(self) -> list[Path]:
         """Watch every project (and every new folder at the root, which may become one)."""
+        return self._refresh()[0]
+
+    def _refresh(self) -> tuple[list[Path], list[Path]]:
+        """(the projects, the sources/ folders watched anew)."""
         self._unschedule_missing()
         self._schedule(self.root, recursive=False)
         for entry in os.scandir(self.root):
@@ -215,10 +253,9 @@ class WatchService:
                 self._schedule(Path(entry.path), recursive=False)
         projects = discover_projects(self.root)
         self._note_refused()
-        for p in projects:
-            if (p / "sources").is_dir():
-                self._schedule(p / "sources", recursive=True)
-        return projects
+        added = [p / "sources" for p in projects
+                 if (p / "sources").is_dir() and self._schedule(p / "sources", recursive=True)]
+        return projects, added
 
     def _note_refused(self) -> None:
         """Log (once per project and reason) and record the projects refused for containment."""
@@ -230,13 +267,14 @@ class WatchService:
         self._refused = current
 
     def _new_dir(self, path: Path) -> None:
-        """A folder appeared at the root or in a project: watch and scan new sources/."""
-        with self._watch_lock:
-            before = set(self._watches)
-        self.refresh_projects()
-        with self._watch_lock:
-            added = [k.rsplit("|", 1)[0] for k in set(self._watches) - before if k.endswith("|True")]
-        for folder in added:
+        """A folder appeared at the root or in a project: watch and scan new sources/.
+
+        It is a new folder even where one of the same name was watched before
+        (``rm -rf p; mkdir -p p/sources`` often gets the old inode back): the
+        watches held for that path and below belong to the old folder and are
+        made anew."""
+        self._drop_watches(path)
+        for folder in self._refresh()[1]:
             logger.info("watching new folder {}", display_path(folder))
             self._scan_tree(Path(folder))
 

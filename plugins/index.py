@@ -119,6 +119,16 @@ def kb_document_removed(project, name, parsed, settings):
 
 
 @hookimpl
+def kb_project_changed(project, reason, settings):
+    """The service found the project folder deleted and made again (or replaced): the
+    index is brought in line with the parsed/ of the folder there now."""
+    if reason != "replaced":
+        return None
+    open_index(settings).sync_project(project.name, project)
+    return None
+
+
+@hookimpl
 def kb_register_commands(cli):
     import click
 

@@ -17,6 +17,7 @@ import click
 from loguru import logger
 
 from kbwatch.pipeline import __version__, confine
+from kbwatch.pipeline.fsutil import printable
 from kbwatch.pipeline.config import resolve_root
 from kbwatch.pipeline.errors import ConfigError, KbwatchError
 
@@ -141,10 +142,11 @@ def ingest(names, workers, verbose, quiet, progress, as_json, root, config_file)
         click.echo(json.dumps(out, ensure_ascii=False))
     else:
         for name, reason in refused:
-            click.echo(f"refused project {name}: {reason}", err=True)
+            click.echo(printable(f"refused project {name}: {reason}"), err=True)
         for run in runs:
             if run["outcome"] in ("failed", "conflict"):
-                click.echo(f"{run['outcome']}: {run['project']}/{run['source']}: {run['error'] or run['message']}", err=True)
+                click.echo(printable(f"{run['outcome']}: {run['project']}/{run['source']}: {run['error'] or run['message']}"),
+                           err=True)
         click.echo(f"ingest: {summary}")
     kb.close()
     sys.exit(EXIT_FAILED if totals.get("failed") or totals.get("conflict") or refused else EXIT_OK)
@@ -257,13 +259,15 @@ def runs(project, outcome, limit, as_json, root, config_file):
     else:
         from rich.console import Console
         from rich.table import Column, Table
+        from rich.text import Text
 
         # whole run ids on one line, so they can be pasted into `retry`: the other columns fold
         id_width = max((len(r["run_id"]) for r in rows), default=3)
         run_column = Column("run", no_wrap=True, overflow="ignore", min_width=id_width)
         table = Table(run_column, "project", "source", "outcome", "error", "finished")
         for r in rows:
-            table.add_row(r["run_id"], r["project"], r["source"], r["outcome"], r["error"] or "", r["finished_at"] or "")
+            table.add_row(r["run_id"], *(Text(printable(v)) for v in (r["project"], r["source"])), r["outcome"],
+                          Text(printable(r["error"] or "")), r["finished_at"] or "")
         Console().print(table)
     kb.close()
 

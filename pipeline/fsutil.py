@@ -7,6 +7,7 @@ import secrets
 import shutil
 import stat
 import time
+import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, Callable
@@ -447,6 +448,27 @@ def display_path(path: str | os.PathLike) -> str:
     """A printable form of a path whose bytes may not be valid UTF-8."""
     text = os.fspath(path)
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+_SHOWN_RAW = {"\n", "\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters (an ESC starts a terminal
+    escape sequence), bidirectional and other format characters (U+202E reverses what
+    follows), private-use and unassigned ones shown as ``<U+XXXX>``. File names come from
+    anyone who can write to the shared folder."""
+    if text.isascii() and text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch in _SHOWN_RAW:
+            out.append(ch)
+        elif unicodedata.category(ch) in ("Zs",):  # a space (U+00A0, U+3000...) is harmless
+            out.append(ch)
+        else:
+            out.append(f"<U+{ord(ch):04X}>")
+    return "".join(out)
 
 
 def monotonic() -> float:

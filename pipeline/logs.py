@@ -16,6 +16,8 @@ from pathlib import Path
 
 from loguru import logger
 
+from kbwatch.pipeline.fsutil import printable
+
 _configured: list[int] = []
 _last_setup: list[tuple] = []
 
@@ -31,12 +33,24 @@ _verbose: list[bool] = [False]
 _settings: list[dict | None] = [None]  # the settings logging was set up with
 
 LOG_NAME = "kbwatch.log"
-FILE_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {process} | {message}"  # loguru adds the traceback
+# messages are printed through fsutil.printable: a file name with an ESC or a U+202E in it
+# (anyone can name a file in the shared folder) must not drive the terminal reading the log
+FILE_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {process} | {extra[_shown]}"  # loguru adds the traceback
+
+
+def _shown(record) -> None:
+    record["extra"]["_shown"] = printable(record["message"])
+
+
+def _file_format(record) -> str:
+    _shown(record)
+    return FILE_FORMAT + "\n{exception}"
 
 
 def _terminal_format(record) -> str:
     """One line: the message, and where its traceback is when one was logged."""
-    fmt = "<level>{level: <7}</level> {message}"
+    _shown(record)
+    fmt = "<level>{level: <7}</level> {extra[_shown]}"
     if record["exception"] is not None:
         if _verbose[0]:
             return fmt + "\n{exception}"
@@ -74,7 +88,7 @@ def _file_sink(path: Path, level: str | int, rotation, retention, verbose: bool)
         retention=retention,
         enqueue=False,
         encoding="utf-8",
-        format=FILE_FORMAT,
+        format=_file_format,
         backtrace=verbose,
         diagnose=verbose,
     )

@@ -6,6 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbwatch.pipeline.fsutil import printable
+
 Settings = dict  # the resolved configuration: a nested dict (see kbwatch.pipeline.config)
 
 
@@ -53,6 +55,7 @@ FINDING_KINDS = ("injection", "secret", "pii", "hidden-unicode", "format")
 def location(path: str, line: int, column: int) -> str:
     """Where a finding is, for people: ``parsed/a.md:12:5``, or for one in the file's name
     (``line`` 0) ``parsed/a.md (in the file name, column 5)``."""
+    path = printable(path)  # a name may hold an ESC or a U+202E: never printed raw
     return f"{path} (in the file name, column {column})" if line == 0 else f"{path}:{line}:{column}"
 
 

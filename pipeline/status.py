@@ -114,6 +114,9 @@ def collect_status(kb: KnowledgeBase) -> dict:
 def render_status(data: dict) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from kbwatch.pipeline.fsutil import printable
 
     console = Console()
     svc = data["service"]
@@ -133,18 +136,20 @@ def render_status(data: dict) -> None:
     console.print(f"parse executor: {ex['kind']}{where}, {workers} worker(s), {ex.get('in_flight', 0)} task(s) in flight{state}",
                   markup=False)
     table = Table("project", "status", "documents", "failed", "pending reviews")
-    for p in data["projects"]:
-        table.add_row(p["name"], p["status"], str(p["documents"]), str(p["failed"]), str(p["pending_reviews"]))
+    for p in data["projects"]:  # names and paths are anyone's: shown as text, never as markup or escapes
+        table.add_row(Text(printable(p["name"])), p["status"], str(p["documents"]), str(p["failed"]),
+                      str(p["pending_reviews"]))
     console.print(table)
     for r in data["public"].get("refused_projects", []):
-        console.print(f"refused project {r['name']}: {r['reason']}", markup=False)
+        console.print(printable(f"refused project {r['name']}: {r['reason']}"), markup=False)
     for p in data["projects"]:
         if p.get("problem"):
-            console.print(f"project {p['name']}: {p['problem']}", markup=False)
+            console.print(printable(f"project {p['name']}: {p['problem']}"), markup=False)
     for p in data["projects"]:
         for r in p["_failures"][:10]:
-            console.print(f"  {p['name']}/{r['source']}: {r['outcome']}: {r['error'] or ''}")
+            console.print(printable(f"  {p['name']}/{r['source']}: {r['outcome']}: {r['error'] or ''}"), markup=False)
     if data["last_runs"]:
         console.print("last runs:")
         for r in data["last_runs"]:
-            console.print(f"  {r['finished_at'] or r['started_at']}  {r['outcome']:<9} {r['project']}/{r['source']}")
+            console.print(printable(f"  {r['finished_at'] or r['started_at']}  {r['outcome']:<9} {r['project']}/{r['source']}"),
+                          markup=False)

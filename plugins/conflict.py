@@ -7,6 +7,11 @@
 - A file whose shortened parsed name (see ``kbwatch.pipeline.formats.archive_names``)
   is already another document's is refused (``conflict``): names ending in
   ``~<8 hex>`` are the only ones that can meet that way.
+- Names that differ only in how their characters are encoded (``café`` with
+  a composed ``é``, U+00E9, and with ``e`` + U+0301: macOS writes the one,
+  Windows and Linux tools the other) look identical everywhere they are shown:
+  two such files in one folder are both refused, and a file whose name is such
+  a twin of a document already in the manifest is refused, until renamed.
 - A file named ``data_structure.*`` is refused: that name is kbwatch's
   navigation file in every parsed/ folder.
 - A file whose SHA-256 equals the latest archived version of its name is a
@@ -16,6 +21,7 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from pathlib import Path
 
 from kbwatch.pipeline import hookimpl
@@ -29,17 +35,62 @@ from kbwatch.pipeline.stage import RunContext, Stage
 RESERVED_NAME = "data_structure"  # parsed/**/data_structure.md are navigation files
 
 
+def _nfc(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def _twins_in_folder(ctx: RunContext, stem: str) -> list[str]:
+    """Files in the source's folder whose stem is ``stem`` written with other code points."""
+    if stem.isascii():
+        return []
+    by_stem = _siblings(ctx)
+    twins = _listing(ctx)[2].get(_nfc(stem), ())
+    return sorted(n for other in twins if other != stem for n in by_stem.get(other, ()))
+
+
+def _manifest_twin(ctx: RunContext, manifest) -> dict | None:
+    """The document whose name is ``ctx.name`` written with other code points, if any.
+
+    The index (NFC form -> names, non-ASCII names only) is built once per manifest
+    the session loads and kept current as names pass this stage; a name in it is
+    confirmed against the manifest (a run that failed later left no document)."""
+    if ctx.name.isascii():
+        return None
+    cache = ctx.project.cached("conflict.nfc", dict)
+    if cache.get("manifest") is not manifest:
+        index: dict[str, set[str]] = {}
+        for name in manifest.names():
+            if not name.isascii():
+                index.setdefault(_nfc(name), set()).add(name)
+        cache["manifest"], cache["index"] = manifest, index
+    names = cache["index"].setdefault(_nfc(ctx.name), set())
+    twin = None
+    for other in sorted(names):
+        if other != ctx.name:
+            entry = manifest.get(other)
+            if entry is not None and not entry.get("removed"):
+                twin = entry
+                break
+    names.add(ctx.name)
+    return twin
+
+
 def _siblings(ctx: RunContext) -> dict[str, list[str]]:
     """stem -> file names in the source's folder (cached per folder mtime)."""
+    return _listing(ctx)[1]
+
+
+def _listing(ctx: RunContext) -> tuple[int, dict[str, list[str]], dict[str, list[str]]]:
+    """(the folder's mtime, stem -> file names, NFC form -> the non-ASCII stems written so)."""
     folder = ctx.source.parent
     try:
         mtime = os.stat(folder).st_mtime_ns
     except FileNotFoundError:
-        return {}
+        return 0, {}, {}
     cache = ctx.project.cached("conflict.listing", dict)
     hit = cache.get(folder)
     if hit and hit[0] == mtime:
-        return hit[1]
+        return hit
     patterns = ctx.settings["ignore"]["patterns"]
     by_stem: dict[str, list[str]] = {}
     for entry in os.scandir(folder):
@@ -47,8 +98,12 @@ def _siblings(ctx: RunContext) -> dict[str, list[str]]:
             continue
         stem, _ = split_name(entry.name)
         by_stem.setdefault(stem, []).append(entry.name)
-    cache[folder] = (mtime, by_stem)
-    return by_stem
+    by_nfc: dict[str, list[str]] = {}
+    for stem in by_stem:
+        if not stem.isascii():
+            by_nfc.setdefault(_nfc(stem), []).append(stem)
+    hit = cache[folder] = (mtime, by_stem, by_nfc)
+    return hit
 
 
 def _refuse_taken_parsed_name(ctx: RunContext, manifest) -> None:
@@ -90,8 +145,26 @@ class ConflictStage(Stage):
                 f"parsed/{ctx.name}.md; rename one of them",
                 blocked_by=blocked,
             )
+        twins = _twins_in_folder(ctx, stem)
+        if twins:
+            folder = str(Path(ctx.source_rel).parent)
+            raise StopRun(
+                Outcome.CONFLICT,
+                f"{ctx.filename} and {', '.join(twins)} look the same but are written with different "
+                "Unicode characters (composed and decomposed accents); rename one of them",
+                blocked_by=[f"{folder}/{n}" for n in twins],
+            )
         manifest = session_manifest(ctx.project)
         _refuse_taken_parsed_name(ctx, manifest)
+        twin = _manifest_twin(ctx, manifest)
+        if twin is not None:
+            raise StopRun(
+                Outcome.CONFLICT,
+                f"{ctx.filename} looks the same as the document {twin['name']!r} already in the knowledge base "
+                "but is written with different Unicode characters (composed and decomposed accents); "
+                f"rename {ctx.filename}, or save it under the document's own name",
+                blocked_by=[twin["parsed"]],
+            )
         entry = manifest.get(ctx.name)
         if entry is not None and not entry.get("removed"):
             if entry["ext"].lower() != ctx.ext.lower():

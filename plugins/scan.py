@@ -409,6 +409,7 @@ def kb_register_commands(cli):
 
         Example: kbwatch scan ./inbox --fail-on high --json
         """
+        from kbwatch.pipeline.fsutil import printable
         from kbwatch.pipeline.parsing import compute_pool
         from kbwatch.pipeline.workers import WorkerPool
 
@@ -429,9 +430,9 @@ def kb_register_commands(cli):
                     click.echo(json.dumps(obj, ensure_ascii=False))
                     continue
                 if error:
-                    click.echo(f"{path}: not scanned: {error}", err=True)
+                    click.echo(f"{printable(str(path))}: not scanned: {printable(str(error))}", err=True)
                 elif not findings:
-                    click.echo(f"{path}: clean")
+                    click.echo(f"{printable(str(path))}: clean")
                 for f, count, lines, severity in group_findings(findings):
                     click.echo(f"{location(str(path), f.line, f.column)}: {severity} {f.kind}/{f.rule}{_more(count, lines)}: {f.excerpt}")
         finally:

@@ -1,0 +1,62 @@
+"""File names never drive the terminal: what the CLI and the logs print is escaped.
+
+Anyone who can write to the shared folder names files. A name with an ESC
+(``\\x1b[31m``, or an OSC sequence that retitles the window) or a U+202E
+(right-to-left override: ``inv\\u202egpj.md`` shows as ``invdm.jpg``) was
+printed raw by ``status``, ``runs``, ``ingest``, ``kbwatch scan`` and in the log
+lines; a name written like rich markup (``[bold red]…``) was styled. Real CLI
+subprocesses on a real root; every output is checked byte for byte.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import kbwatch
+
+ESC_NAME = "a\x1b[31mred.md"
+RLO_NAME = "inv\u202egpj.md"
+MARKUP_NAME = "[bold red]loud.md"
+RAW = ("\x1b", "\u202e", "\x07")
+
+
+def _root(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    root.mkdir()
+    kbwatch("init", "p", root=root, check=True)
+    for name in (ESC_NAME, RLO_NAME, MARKUP_NAME):
+        (root / "p" / "sources" / name).write_text("# A note\n\nNothing to see here.\n", encoding="utf-8")
+    return root
+
+
+def _clean(text: str, what: str) -> None:
+    for ch in RAW:
+        assert ch not in text, f"{what} printed {ch!r} raw:\n{text!r}"
+
+
+def test_cli_output_and_logs_show_hostile_names_escaped(tmp_path):
+    root = _root(tmp_path)
+    ingest = kbwatch("ingest", root=root)
+    assert ingest.returncode == 1  # the ESC name is refused (a control character)
+    _clean(ingest.stdout + ingest.stderr, "ingest")
+    assert "a<U+001B>[31mred.md" in ingest.stderr
+
+    status = kbwatch("status", root=root, check=True)
+    _clean(status.stdout, "status")
+    assert "inv<U+202E>gpj.md" in status.stdout and "a<U+001B>[31mred.md" in status.stdout
+
+    runs = kbwatch("runs", root=root, env={"COLUMNS": "400"}, check=True)
+    _clean(runs.stdout, "runs")
+    assert "inv<U+202E>gpj.md" in runs.stdout
+    assert "[bold red]loud.md" in runs.stdout  # shown as written, not as markup
+
+    scan = kbwatch("scan", str(root / "p"), root=root)
+    _clean(scan.stdout + scan.stderr, "kbwatch scan")
+
+    review = kbwatch("review", "p", root=root)
+    _clean(review.stdout + review.stderr, "review")
+    assert "<U+202E>" in review.stdout  # the name's finding, with the name escaped
+
+    log = (root / ".kbwatch" / "logs" / "kbwatch.log").read_text(encoding="utf-8")
+    _clean(log, "the log file")
+    assert "inv<U+202E>gpj.md" in log

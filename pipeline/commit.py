@@ -105,6 +105,10 @@ class Committer:
         """Hand the finished run to its project; commit when the batch is due."""
         with session.lock:
             session.hold_files()
+            if run.folder is not None and session.folder is not None and run.folder != session.folder:
+                # its stages wrote into a folder that is gone (hold_files just refused its batch)
+                _replaced(run, ProjectReplaced(
+                    f"the project folder {session.name} was deleted or replaced while the file was processed"))
             if run.ctx is None:
                 run.ctx = _bare_context(run, session, self.settings, self.plugins, self.journal)
             for stage in self.stages:

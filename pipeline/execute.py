@@ -64,6 +64,7 @@ class FinishedRun:
     name: str
     device: int | None = None  # identity of the file that was taken (None: nothing was opened)
     inode: int | None = None
+    folder: tuple[int, int] | None = None  # the project folder it was taken from (ProjectSession.pin_folder)
 
 
 @dataclass
@@ -209,7 +210,9 @@ class RunExecutor:
             return None
         if ending.outcome == "failed" and ending.retryable and gave_up(job.attempt, self.settings):
             ending.message = ending.error = give_up_message(ending.message, job.attempt)
-        return finished_run(start, ending, ctx=ctx, taken=taken, stage_rows=stage_rows)
+        run = finished_run(start, ending, ctx=ctx, taken=taken, stage_rows=stage_rows)
+        run.folder = folder
+        return run
 
     def _run_stages(self, ctx: RunContext, session: ProjectSession, stage_rows: list[dict],
                     folder: tuple[int, int] | None = None) -> _Ending:

@@ -31,10 +31,10 @@ class KbwatchGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ConfigError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(printable(f"Error: {exc}"), err=True)
             ctx.exit(EXIT_USAGE)
         except KbwatchError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(printable(f"Error: {exc}"), err=True)
             ctx.exit(EXIT_FAILED)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
@@ -303,10 +303,10 @@ def retry(run_ids, all_failed, root, config_file):
     marked = 0
     for row in rows:
         if not request_retry(kb.journal, row):
-            click.echo(f"nothing to retry: {row['project']}/{row['source']} ({row['run_id']}) ended {row['outcome']}")
+            click.echo(printable(f"nothing to retry: {row['project']}/{row['source']} ({row['run_id']}) ended {row['outcome']}"))
             continue
         marked += 1
-        click.echo(f"will retry {row['project']}/{row['source']} ({row['run_id']})")
+        click.echo(printable(f"will retry {row['project']}/{row['source']} ({row['run_id']})"))
     click.echo(f"{marked} run(s) marked for retry")
     kb.close()
 

@@ -84,6 +84,7 @@ class Committer:
         it), then the plugins forget what they derived from the old folder."""
         if session.has_pending():
             self.flush(session)
+            session.hold_files()  # the commit let the files go: the plugins below run under the lock
         logger.warning("project {}: its folder was deleted or replaced; continuing with the folder there now",
                        session.name)
         try:
@@ -191,6 +192,13 @@ class Committer:
             with s.lock:
                 if s.has_pending():
                     self.flush(s)
+
+    def close(self) -> None:
+        """Commit what is pending and let every project folder go (the runner stopped)."""
+        self.flush_all()
+        for s in self._all_sessions():
+            with s.lock:
+                s.close()
 
     # -- the commit ----------------------------------------------------------
     def flush(self, session: ProjectSession) -> None:

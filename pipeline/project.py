@@ -216,12 +216,16 @@ class ProjectSession:
         someone else held the lock since this session last did, everything
         cached from the project's files is dropped, to be read again.
         """
+        self._take_files()
+        self._bind_folder()
+        self._take_files()  # a replaced folder's batch was committed meanwhile, which let the files go
+
+    def _take_files(self) -> None:
         lock = self._file_lock
         if lock is not None and not lock.held and lock.acquire():
             for key in list(self._cache):
                 if key not in self._kept and key.removeprefix("file:") not in self._writes:
                     del self._cache[key]
-        self._bind_folder()
 
     def _bind_folder(self) -> None:
         """Note which folder this session works on. A project folder deleted, or replaced
@@ -270,6 +274,13 @@ class ProjectSession:
             self._folder = (st.st_dev, st.st_ino)
             if old is not None:
                 os.close(old)
+
+    def close(self) -> None:
+        """Let the project folder go (the session is no longer used)."""
+        with self._pin_lock:
+            fd, self._folder_fd, self._folder = self._folder_fd, None, None
+        if fd is not None:
+            os.close(fd)
 
     def anchored(self):
         """Within the block (under ``self.lock``), this thread reaches the project folder
@@ -350,6 +361,10 @@ class ProjectSession:
                 with self.anchored():
                     atomic_write_many([(self.path / rel, render()) for rel, render in writes.items()], durable)
             except OSError:
+                # put the work back: a retry of this commit must write it, not find nothing
+                # to do (and let the runs' sources be removed with nothing kept)
+                self._writes = {**writes, **self._writes}
+                self._durable.update(durable)
                 self.check_folder()  # the folder went away during the writes: say so
                 raise
             for rel in writes:

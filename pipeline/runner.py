@@ -163,7 +163,7 @@ class Runner:
             executor.close()
         self.compute.close()
         self._queue.join(each=2)
-        self.flush_all()
+        self._commits.close()  # what is pending is committed; the project folders are let go
 
     def _dropped(self, job: Job) -> None:
         """A queued job that never reached :meth:`process`: it no longer counts as active."""

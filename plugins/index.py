@@ -27,6 +27,7 @@ def _flush(session, settings) -> None:
     pending = session.cached_work("index.pending", dict)
     if not pending:
         return
+    session.cached_work("index.runs", dict).clear()
     manifest = session_manifest(session)
     idx = open_index(settings)
     with idx.batch():
@@ -76,11 +77,23 @@ class IndexStage(Stage):
         size = ctx.parsed_bytes
         with session.lock:
             session.cached_work("index.pending", dict)[rel] = prepared
+            session.cached_work("index.runs", dict)[rel] = ctx.run_id
             session.cached("index.sizes", dict)[rel] = size if size is not None else len(text.encode("utf-8"))
             session.cached_work("index.folders", set).add(ctx.name.rpartition("/")[0])
             session.defer("index", lambda: _flush(session, settings))
             session.after_commit("index.navigation", lambda: _navigation(session, settings))
         return None
+
+
+    def finish(self, ctx: RunContext, outcome, message: str) -> None:
+        """A run that did not end ``done`` after this stage prepared its text (a later stage
+        failed, or its project folder was replaced) leaves nothing for the index."""
+        if getattr(outcome, "value", outcome) == "done" or not ctx.parsed_path:
+            return
+        runs = ctx.project.cached_work("index.runs", dict)
+        if runs.get(ctx.parsed_path) == ctx.run_id:
+            del runs[ctx.parsed_path]
+            ctx.project.cached_work("index.pending", dict).pop(ctx.parsed_path, None)
 
 
 def _prefix(parts: list[str], limit: int | None) -> tuple[str, int]:

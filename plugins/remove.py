@@ -21,7 +21,7 @@ from kbwatch.pipeline.config import state_dir
 from kbwatch.pipeline.errors import ConfigError
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.project_md import ProjectMd
-from kbwatch.pipeline.fsutil import atomic_write, human_minute, iso_minute, new_run_id, now_local
+from kbwatch.pipeline.fsutil import atomic_write, human_minute, iso_minute, new_run_id, now_local, printable
 from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
 
 
@@ -104,6 +104,6 @@ def kb_register_commands(cli):
         """
         kb = open_kb(root, config_file, log_files=False)
         result = remove_document(kb, kb.project(name), doc)
-        click.echo(f"removed {result['name']}{result['ext']} from {name}; "
-                   f"{result['versions']} archived version(s) kept in archive/")
+        click.echo(printable(f"removed {result['name']}{result['ext']} from {name}; "
+                             f"{result['versions']} archived version(s) kept in archive/"))
         kb.close()

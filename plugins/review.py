@@ -17,6 +17,7 @@ ranges as listed.
 from __future__ import annotations
 
 from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.fsutil import printable
 from kbwatch.pipeline.model import location
 from kbwatch.pipeline.reviews import decide
 
@@ -77,9 +78,9 @@ def group_line(g: dict) -> str:
     if g["count"] == 1:
         where = location(g["path"], r["line"], r["column"])
     elif lines == [0]:
-        where = f"{g['path']} ×{g['count']} (in the file name)"
+        where = f"{printable(g['path'])} ×{g['count']} (in the file name)"
     else:
-        where = f"{g['path']} ×{g['count']} (line{'s' if len(lines) > 1 else ''} " \
+        where = f"{printable(g['path'])} ×{g['count']} (line{'s' if len(lines) > 1 else ''} " \
             f"{', '.join(map(str, lines[:6]))}{', …' if len(lines) > 6 else ''})"
     return f"{id_ranges(g['ids']):>9}  {g['severity']:<6} {g['kind']}/{g['rule']}  {where}  {r['excerpt']}"
 
@@ -120,8 +121,8 @@ def kb_register_commands(cli):
             changed += decide(kb, project, list(reject), "rejected")
         if changed:
             for row in changed:
-                click.echo(f"{row['id']}: {row['rule']} in {row['document']} -> "
-                           f"{'rejected' if row['id'] in reject else 'approved'}")
+                click.echo(printable(f"{row['id']}: {row['rule']} in {row['document']} -> "
+                                     f"{'rejected' if row['id'] in reject else 'approved'}"))
             left = len(kb.journal.pending_findings(project.name))
             click.echo(f"{left} finding(s) still pending in {name}")
             kb.close()

@@ -108,8 +108,7 @@ class Committer:
             session.hold_files()
             if run.folder is not None and session.folder is not None and run.folder != session.folder:
                 # its stages wrote into a folder that is gone (hold_files just refused its batch)
-                _replaced(run, ProjectReplaced(
-                    f"the project folder {session.name} was deleted or replaced while the file was processed"))
+                _replaced(run, ProjectReplaced(session.name))
             if run.ctx is None:
                 run.ctx = _bare_context(run, session, self.settings, self.plugins, self.journal)
             for stage in self.stages:

@@ -36,7 +36,7 @@ from kbwatch.pipeline.checkpoints import checkpoint
 from kbwatch.pipeline.errors import CANNOT_OPEN, PROJECT_REPLACED, StageError, StopRun, TransientError
 from kbwatch.pipeline.fsutil import display_path, new_run_id, utc_iso
 from kbwatch.pipeline.journal import Journal
-from kbwatch.pipeline.project import ProjectSession, project_refusal
+from kbwatch.pipeline.project import ProjectReplaced, ProjectSession, project_refusal
 from kbwatch.pipeline.retry_policy import gave_up, give_up_message, retry_transient
 from kbwatch.pipeline.run_queue import Job
 from kbwatch.pipeline.sources import LINK_REFUSAL, TOO_DEEP, classify, folder_too_deep, name_problem, split_name
@@ -106,8 +106,7 @@ def finished_run(start: _Start, ending: _Ending, *, ctx: RunContext | None = Non
 
 
 def _replaced_ending(session: ProjectSession) -> _Ending:
-    message = (f"the project folder {session.name} was deleted or replaced while the file was "
-               "processed; nothing of it was kept")
+    message = f"{ProjectReplaced(session.name)}; nothing of it was kept"
     return _Ending(outcome="failed", message=message, error=message, reason=PROJECT_REPLACED)
 
 

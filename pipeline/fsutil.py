@@ -450,21 +450,21 @@ def display_path(path: str | os.PathLike) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-_SHOWN_RAW = {"\n", "\t"}
+def _is_variation_selector(ch: str) -> bool:
+    return 0xFE00 <= ord(ch) <= 0xFE0F or 0xE0100 <= ord(ch) <= 0xE01EF
 
 
-def printable(text: str) -> str:
+def printable(text: str, keep: str = "\n\t") -> str:
     """``text`` safe to print on a terminal: control characters (an ESC starts a terminal
     escape sequence), bidirectional and other format characters (U+202E reverses what
-    follows), private-use and unassigned ones shown as ``<U+XXXX>``. File names come from
-    anyone who can write to the shared folder."""
-    if text.isascii() and text.isprintable():
+    follows), private-use, unassigned and variation-selector ones shown as ``<U+XXXX>``;
+    the characters in ``keep`` and spaces stay. File names come from anyone who can write
+    to the shared folder; finding excerpts use the same rule (``keep`` with ``\r``)."""
+    if text.isascii() and (text.isprintable() or not any(ch < " " and ch not in keep or ch == "\x7f" for ch in text)):
         return text
     out = []
     for ch in text:
-        if ch.isprintable() or ch in _SHOWN_RAW:
-            out.append(ch)
-        elif unicodedata.category(ch) in ("Zs",):  # a space (U+00A0, U+3000...) is harmless
+        if (ch.isprintable() and not _is_variation_selector(ch)) or ch in keep or unicodedata.category(ch) == "Zs":
             out.append(ch)
         else:
             out.append(f"<U+{ord(ch):04X}>")

@@ -119,6 +119,9 @@ def refused_projects(root: Path) -> list[tuple[str, str]]:
 class ProjectReplaced(Exception):
     """The project folder was deleted or replaced by another folder since the session read it."""
 
+    def __init__(self, project: str):
+        super().__init__(f"the project folder {project} was deleted or replaced while the file was processed")
+
 
 def folder_identity(path: Path) -> tuple[int, int] | None:
     try:
@@ -301,8 +304,7 @@ class ProjectSession:
         """Raise :class:`ProjectReplaced` when the project folder is not the one the
         session's pending work was made in (nothing is then written)."""
         if self.replaced():
-            raise ProjectReplaced(
-                f"the project folder {self.name} was deleted or replaced while the file was processed")
+            raise ProjectReplaced(self.name)
 
     def release_files(self) -> None:
         """Let other writers in, unless writes are still pending (call under ``self.lock``)."""

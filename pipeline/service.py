@@ -36,7 +36,7 @@ from kbwatch.pipeline.fsutil import display_path, make_state_dir
 from kbwatch.pipeline.heap import trim as trim_heap
 from kbwatch.pipeline.heap import tune as tune_heap
 from kbwatch.pipeline.kb import KnowledgeBase
-from kbwatch.pipeline.project import discover_projects, refused_projects
+from kbwatch.pipeline.project import discover_projects, folder_identity, refused_projects
 from kbwatch.pipeline.runner import Runner
 from kbwatch.pipeline.sources import folder_too_deep, project_of
 from kbwatch.pipeline.watcher import SourceEvents, StabilityTracker, choose_observer
@@ -192,21 +192,13 @@ class WatchService:
         is caught here when the folder's (device, inode) changed.
         """
         key = f"{path}|{recursive}"
-        try:
-            st = os.lstat(path)
-            ident = (st.st_dev, st.st_ino)
-        except OSError:
-            ident = None
+        ident = folder_identity(path)
         with self._watch_lock:
             held = self._watches.get(key)
             if held is not None:
                 if held[1] == ident:
                     return False
-                try:
-                    self.observer.unschedule(held[0])
-                except Exception:  # its emitter already stopped with its folder
-                    pass
-                del self._watches[key]
+                self._unwatch(key)
             try:
                 self._watches[key] = (self.observer.schedule(
                     self.handler, str(path), recursive=recursive, event_filter=self._event_filter
@@ -216,29 +208,27 @@ class WatchService:
                 return False
             return True
 
+    def _unwatch(self, key: str) -> None:
+        """Stop and forget one watch (call under ``_watch_lock``)."""
+        try:
+            self.observer.unschedule(self._watches.pop(key)[0])
+        except Exception:  # its emitter already stopped with its folder
+            pass
+
     def _drop_watches(self, path: Path) -> None:
         """Forget the watches of ``path`` and of the folders below it."""
         prefix = f"{path}/"
         with self._watch_lock:
-            for key, (watch, _ident) in list(self._watches.items()):
+            for key in list(self._watches):
                 watched = key.rsplit("|", 1)[0]
                 if watched == str(path) or watched.startswith(prefix):
-                    try:
-                        self.observer.unschedule(watch)
-                    except Exception:  # its emitter already stopped with its folder
-                        pass
-                    del self._watches[key]
+                    self._unwatch(key)
 
     def _unschedule_missing(self) -> None:
         with self._watch_lock:
-            for key, (watch, _ident) in list(self._watches.items()):
-                path = key.rsplit("|", 1)[0]
-                if not os.path.isdir(path):
-                    try:
-                        self.observer.unschedule(watch)
-                    except Exception:
-                        pass
-                    del self._watches[key]
+            for key in list(self._watches):
+                if not os.path.isdir(key.rsplit("|", 1)[0]):
+                    self._unwatch(key)
 
     def refresh_projects(self) -> list[Path]:
         """Watch every project (and every new folder at the root, which may become one)."""

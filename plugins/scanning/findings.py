@@ -10,6 +10,7 @@ from array import array
 from collections import Counter
 from typing import Any, Iterable
 
+from kbwatch.pipeline.fsutil import printable
 from kbwatch.pipeline.model import Finding
 
 from .options import fingerprint_allowed, rule_allowed
@@ -75,23 +76,9 @@ def mask_runs(s: str) -> str:
 _EXCERPT_CLEAN = str.maketrans({"\n": "⏎", "\r": " ", "\t": " "})
 
 
-_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
 def visible(s: str) -> str:
-    """Make invisible/control characters printable as ``<U+XXXX>``."""
-    if s.isascii() and not _ASCII_CONTROL.search(s):
-        return s
-    out = []
-    for ch in s:
-        cat = unicodedata.category(ch)
-        if ch in "\n\r\t":
-            out.append(ch)
-        elif cat in ("Cc", "Cf", "Co", "Cn", "Zl", "Zp") or 0xFE00 <= ord(ch) <= 0xFE0F or 0xE0100 <= ord(ch) <= 0xE01EF:
-            out.append(f"<U+{ord(ch):04X}>")
-        else:
-            out.append(ch)
-    return "".join(out)
+    """Make invisible/control characters printable as ``<U+XXXX>`` (line breaks and tabs stay)."""
+    return printable(s, keep="\n\r\t")
 
 
 def one_line(s: str) -> str:

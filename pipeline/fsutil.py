@@ -454,12 +454,14 @@ def _is_variation_selector(ch: str) -> bool:
     return 0xFE00 <= ord(ch) <= 0xFE0F or 0xE0100 <= ord(ch) <= 0xE01EF
 
 
-def printable(text: str, keep: str = "\n\t") -> str:
+def printable(text: str, keep: str = "") -> str:
     """``text`` safe to print on a terminal: control characters (an ESC starts a terminal
-    escape sequence), bidirectional and other format characters (U+202E reverses what
-    follows), private-use, unassigned and variation-selector ones shown as ``<U+XXXX>``;
-    the characters in ``keep`` and spaces stay. File names come from anyone who can write
-    to the shared folder; finding excerpts use the same rule (``keep`` with ``\r``)."""
+    escape sequence; a line break in a name would start a line that reads as a record of its
+    own), bidirectional and other format characters (U+202E reverses what follows),
+    private-use, unassigned and variation-selector ones shown as ``<U+XXXX>``; the characters
+    in ``keep`` and spaces stay. File names come from anyone who can write to the shared
+    folder. Text that may span lines passes ``keep="\n\t"`` (the log indents its continuation
+    lines); finding excerpts keep ``\n\r\t``."""
     if text.isascii() and (text.isprintable() or not any(ch < " " and ch not in keep or ch == "\x7f" for ch in text)):
         return text
     out = []

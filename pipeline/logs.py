@@ -34,12 +34,16 @@ _settings: list[dict | None] = [None]  # the settings logging was set up with
 
 LOG_NAME = "kbwatch.log"
 # messages are printed through fsutil.printable: a file name with an ESC or a U+202E in it
-# (anyone can name a file in the shared folder) must not drive the terminal reading the log
+# (anyone can name a file in the shared folder) must not drive the terminal reading the log;
+# and every line after a message's first is indented (CONTINUATION), so a name holding a line
+# break cannot start a line that reads as a record of its own ("\n2026-… | ERROR | …")
+CONTINUATION = "\n    "
 FILE_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {process} | {extra[_shown]}"  # loguru adds the traceback
 
 
 def _shown(record) -> None:
-    record["extra"]["_shown"] = printable(record["message"])
+    shown = printable(record["message"], keep="\n\t")
+    record["extra"]["_shown"] = shown.replace("\n", CONTINUATION) if "\n" in shown else shown
 
 
 def _file_format(record) -> str:

@@ -60,3 +60,22 @@ def test_cli_output_and_logs_show_hostile_names_escaped(tmp_path):
     log = (root / ".kbwatch" / "logs" / "kbwatch.log").read_text(encoding="utf-8")
     _clean(log, "the log file")
     assert "inv<U+202E>gpj.md" in log
+
+
+FORGED = "2001-01-01 00:00:00.000 | ERROR   | 1 | forged record"
+
+
+def test_a_name_with_a_line_break_cannot_forge_a_log_line(tmp_path):
+    """A name may hold a line break; in the log every line after a message's first is
+    indented, so the name cannot start a line that reads as a record of its own."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    kbwatch("init", "p", root=root, check=True)
+    (root / "p" / "sources" / f"note\n{FORGED}.md").write_text("# A note\n", encoding="utf-8")
+    ingest = kbwatch("ingest", root=root)
+    assert ingest.returncode == 1, ingest.stderr  # refused: a control character in the name
+    log = (root / ".kbwatch" / "logs" / "kbwatch.log").read_text(encoding="utf-8")
+    assert "forged record" in log  # the name is logged ...
+    for where, text in (("the log file", log), ("the terminal", ingest.stderr)):
+        starts = [line for line in text.splitlines() if line.startswith("2001-01-01")]
+        assert not starts, f"{where} has a forged line: {starts}"  # ... but never as a line of its own

@@ -15,7 +15,11 @@ token (``Authorization: Bearer <token>``) kept in ``<state_dir>/mcp-token``
 
 
 import hmac
+import io
 import ipaddress
+import json
+import os
+import re
 import secrets
 import sys
 import threading
@@ -108,6 +112,106 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def mend_line(line: str) -> str:
+    """A JSON-RPC line whose strings hold a lone UTF-16 surrogate (``"\\ud800"``: valid JSON,
+    not valid Unicode) with each one as U+FFFD. The SDK's parser refuses such a line and the
+    request got no reply at all; mended, it gets its answer (or its error). Any other line is
+    returned as it is."""
+    if "\\u" not in line or not re.search(r"\\u[dD][89a-fA-F]", line):
+        return line
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return line
+
+    def mend(v):
+        if isinstance(v, str):
+            return _SURROGATE.sub("\ufffd", v)
+        if isinstance(v, list):
+            return [mend(x) for x in v]
+        if isinstance(v, dict):
+            return {mend(k): mend(x) for k, x in v.items()}
+        return v
+
+    return json.dumps(mend(data), ensure_ascii=False) + ("\n" if line.endswith("\n") else "")
+
+
+class _StdinLines:
+    """The server's stdin as the SDK's stdio transport reads it (``async for line``), each line
+    through :func:`mend_line`. The wire is a duplicate of fd 0, which then points at the null
+    device (as the SDK does itself): a child process reads EOF, never the requests."""
+
+    def __init__(self):
+        import anyio
+
+        wire = os.dup(0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+        finally:
+            os.close(null)
+        self._file = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire, "rb"), encoding="utf-8", errors="replace"))
+
+    async def __aiter__(self):
+        async for line in self._file:
+            yield mend_line(line)
+
+
+def _stdin_lines() -> _StdinLines:
+    return _StdinLines()
+
+
+def bad_arguments(tool: str, error) -> str:
+    """One sentence for a pydantic ``ValidationError`` of a tool's arguments: each argument and
+    what was wrong with it (never the value given: it is the caller's data)."""
+    parts = []
+    for err in error.errors():
+        where = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
+        parts.append(f"{where}: {' '.join(str(err.get('msg', 'invalid')).split())}")
+    return f"bad arguments for {tool}: " + "; ".join(parts[:8]) + ("; …" if len(parts) > 8 else "")
+
+
+class MendSurrogates:
+    """ASGI middleware: a POSTed JSON-RPC body through :func:`mend_line` (over HTTP the SDK
+    answered a lone surrogate with a parse error, over stdio not at all; both now answer the
+    request itself). Only a body that holds a surrogate escape is re-read."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            return await self.app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return await self.app(scope, _replay([message]), send)
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        if b"\\u" in body:
+            try:
+                body = mend_line(body.decode("utf-8")).encode("utf-8")
+            except UnicodeDecodeError:
+                pass
+        return await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
+
+
+def _replay(messages, then=None):
+    async def receive():
+        if messages:
+            return messages.pop(0)
+        if then is not None:
+            return await then()
+        return {"type": "http.disconnect"}
+
+    return receive
+
+
 def build_server(knowledge):
     """The MCPServer with the seven tools of DESIGN §13 over ``knowledge`` (a Knowledge)."""
     from mcp.server.mcpserver import MCPServer
@@ -117,7 +221,25 @@ def build_server(knowledge):
     from kbwatch.pipeline import __version__
     from kbwatch.pipeline.errors import KbwatchError
 
-    server = MCPServer("kbwatch", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    class Server(MCPServer):
+        async def run_stdio_async(self) -> None:
+            from mcp.server.stdio import stdio_server
+
+            async with stdio_server(stdin=_stdin_lines()) as (read_stream, write_stream):
+                await self._lowlevel_server.run(read_stream, write_stream,
+                                                self._lowlevel_server.create_initialization_options())
+
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:  # arguments the SDK's schema refused: one sentence, not pydantic's page
+                from pydantic import ValidationError
+
+                if not isinstance(exc.__cause__, ValidationError):
+                    raise
+                raise ToolError(bad_arguments(name, exc.__cause__)) from None
+
+    server = Server("kbwatch", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     lock = threading.Lock()  # one Knowledge (journal, index connections) shared by the tool threads
 
     def call(fn, *args, **kwargs):
@@ -224,7 +346,7 @@ def serve(knowledge, http: str | None) -> int:
     from kbwatch.pipeline.errors import ConfigError
 
     host, port = parse_http(http)
-    app = server.streamable_http_app(host=host)
+    app = MendSurrogates(server.streamable_http_app(host=host))
     if not is_loopback(host):
         if knowledge.readonly:
             raise ConfigError("a non-loopback --http needs a token in the state dir, which is read-only here")

@@ -251,6 +251,13 @@ def test_errors_are_one_sentence(client):
     assert "cannot be ready" in client.error("set_knowledge_status", name="demo", status="ready")
     assert "exactly one" in client.error("validate_context_run")
     assert "no context run" in client.error("validate_context_run", run_id="context-nope")
+    # arguments the SDK's schema refuses (wrong type, missing): one sentence too, naming the argument
+    msg = client.error("query_knowledge_base", query="token", budget_chars="lots")
+    assert msg.startswith("bad arguments for query_knowledge_base: budget_chars: ") and "integer" in msg, msg
+    assert "lots" not in msg and "pydantic" not in msg, msg
+    msg = client.error("query_knowledge_base", query=["a", "b"])
+    assert "query: " in msg and "string" in msg, msg
+    assert "name: " in client.error("read_document", citation="parsed/deploy.md")
 
 
 def test_read_document_lines_and_anchors(client):
@@ -546,3 +553,69 @@ def test_add_source_refuses_content_over_the_size_limit_before_copying_it(kbroot
         with pytest.raises(ConfigError, match=r"larger than .* \(1050000 bytes\)"):  # 1,050,000 bytes, 525,000 characters
             kn.add_source("other", "big.md", content="é" * 525_000)
     assert sorted(p.name for p in sources.rglob("*")) == before
+
+
+# --------------------------------------------------------------------------- raw wire: what the SDK client never sends
+INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+# valid JSON, not valid Unicode: a lone UTF-16 surrogate in the query (written as its escape)
+LONE = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"query_knowledge_base",' \
+       '"arguments":{"query":"token bucket \\ud800 %s"}}}'
+
+
+def test_a_lone_surrogate_in_a_request_is_answered_over_stdio(kbroot):
+    """The SDK's parser refuses such a line and the request got no reply at all (a client
+    waits forever); now the surrogate reads as U+FFFD and the query is answered."""
+    import select
+
+    proc = subprocess.Popen([sys.executable, "-m", "kbwatch", "mcp", "--root", str(kbroot)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **env()}, cwd=str(REPO))
+
+    def send(line: str) -> None:
+        proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.flush()
+
+    def reply() -> dict:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready, "no reply in 60 s"
+        return json.loads(proc.stdout.readline())
+
+    try:
+        send(INIT)
+        assert reply()["id"] == 1
+        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        for i, tail in ((2, "a"), (3, "\\udfff b")):
+            send(LONE % (i, tail))
+            answer = reply()
+            assert answer["id"] == i and "result" in answer, answer
+            assert "token bucket" in answer["result"]["content"][0]["text"]
+    finally:
+        proc.stdin.close()
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_a_lone_surrogate_in_a_request_is_answered_over_http(kbroot, tmp_path):
+    import urllib.request
+
+    proc, port, _ = start_http(kbroot, "127.0.0.1", tmp_path)
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": "2025-06-18"}
+
+    def post(body: str, sid: str | None = None):
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=body.encode(),
+                                     headers={**headers, **({"mcp-session-id": sid} if sid else {})})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.headers.get("mcp-session-id"), r.read().decode()
+
+    try:
+        status, sid, _ = post(INIT)
+        assert status == 200 and sid
+        post(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), sid)
+        status, _, body = post(LONE % (2, "a"), sid)
+        data = json.loads(next(line[5:] for line in body.splitlines() if line.startswith("data:")))
+        assert status == 200 and data["id"] == 2 and "result" in data, body[:300]
+        assert "token bucket" in data["result"]["content"][0]["text"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

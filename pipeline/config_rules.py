@@ -110,16 +110,35 @@ def log_level(value) -> str | None:
     return None
 
 
+_ACCEPTED: dict[tuple[str, str, object], bool] = {}  # loguru's answers, per process
+# a size loguru surely takes ("10 MB", "500 KB", "1 GB"): answered without asking it
+# (tests/test_settings_checked.py checks the pattern against loguru itself)
+PLAIN_SIZE = re.compile(r"[1-9][0-9]{0,5} ?[KMG]B")
+
+
 def _loguru_accepts(**option) -> bool:
-    """Whether loguru takes this rotation/retention (a sink that never opens its file)."""
+    """Whether loguru takes this rotation/retention (a sink that never opens its file). Asking
+    costs ~18 ms (``logger.add`` reads the interpreter's install paths), and every command checks
+    its settings: each value is asked about once per process, and a whole number of files or a
+    plain size is answered without asking."""
+    (name, value), = option.items()
+    if (name == "retention" and type(value) is int) or (
+            name == "rotation" and isinstance(value, str) and PLAIN_SIZE.fullmatch(value)):
+        return True
+    key = (name, type(value).__name__, value if isinstance(value, (str, int, float, bool)) else repr(value))
+    known = _ACCEPTED.get(key)
+    if known is not None:
+        return known
     from loguru import logger
 
     path = os.path.join(tempfile.gettempdir(), "kbwatch-config-check.log")
     try:
         handler = logger.add(path, delay=True, format="{message}", **option)
     except (ValueError, TypeError):
+        _ACCEPTED[key] = False
         return False
     logger.remove(handler)
+    _ACCEPTED[key] = True
     return True
 
 

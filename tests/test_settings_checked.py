@@ -132,3 +132,26 @@ def test_defaults_pass_their_own_rules(tmp_path):
 
     settings = load_settings(tmp_path)
     assert problems(settings) == []
+
+
+def test_plain_sizes_answered_without_loguru_are_ones_loguru_takes(tmp_path):
+    """A rotation that looks like a plain size ("10 MB") is accepted without asking loguru
+    (asking costs ~18 ms a value, every command checks its settings): every such value is one
+    loguru takes; anything else is still asked, and a bad one still refused."""
+    import itertools
+
+    from loguru import logger
+
+    from kbwatch.pipeline import config_rules
+
+    sizes = ["".join(p) for p in itertools.product(("1", "10", "500", "999999"), ("", " "), ("KB", "MB", "GB"))]
+    for value in sizes:
+        assert config_rules.PLAIN_SIZE.fullmatch(value), value
+        handler = logger.add(tmp_path / "x.log", delay=True, rotation=value)  # raises if loguru refuses it
+        logger.remove(handler)
+        assert config_rules.log_rotation(value) is None
+    for value in ("0 MB", "10 mb", "10 TB", "1.5 MB", "10MiB", " 10 MB"):
+        assert not config_rules.PLAIN_SIZE.fullmatch(value), value  # asked: loguru's own answer
+    assert config_rules.log_rotation("sometimes") is not None
+    assert config_rules.log_rotation("1 week") is None and config_rules.log_rotation("1 week") is None  # once asked, kept
+    assert config_rules.log_retention(3) is None and config_rules.log_retention(-1) is not None

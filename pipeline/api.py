@@ -34,6 +34,7 @@ from loguru import logger
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.errors import ConfigError, KbwatchError
+from kbwatch.pipeline.context_record import pack_labels
 from kbwatch.pipeline.overview import overview_state, vetted_project_md
 from kbwatch.pipeline.should_use import should_use_knowledge_base
 
@@ -117,15 +118,13 @@ class Knowledge:
             front = _frontmatter(p, read_frontmatter)
             manifest = _manifest(p)
             pending = self._pending(p.name)
-            status = front.get("status", "draft")
-            if pending and status in ("ready", "draft"):
-                status = "needs-review"
+            status, trust, _ = pack_labels(front, pending, self.settings)
             out.append({
                 "name": p.name,
                 "description": front.get("description", ""),
                 "type": front.get("type", self.settings["project"]["type"]),
                 "status": status,
-                "trust": front.get("trust", self.settings["project"]["trust"]),
+                "trust": trust,
                 "documents": sum(1 for f in manifest.get("files", []) if not f.get("removed")),
                 "pending_reviews": pending,
                 "last_ingest": manifest.get("last_ingest") or None,
@@ -140,12 +139,10 @@ class Knowledge:
         project = self._project(name)
         front = _frontmatter(project, read_frontmatter)
         pending = self._pending(name)
-        status = front.get("status", "draft")
+        status = pack_labels(front, pending, self.settings)[0]
         reasons = []
         if pending:
             reasons.append(f"{pending} risk finding(s) wait for review (kbwatch review {name})")
-            if status in ("ready", "draft"):
-                status = "needs-review"
         ov = overview_state(project, self.settings)
         if ov["warning"]:
             reasons.append(ov["warning"])

@@ -6,6 +6,9 @@ uses this. It is kbwatch's own code for the rules of ``context-resolution.v0.5.0
 The current version adds pack keys (profile, runtime_mode, selected_documents,
 selected_splits, wrapper_order, builder_skill) and a top-level ``wrapper_order``.
 The tests hold it to the published JSON schemas with jsonschema.
+
+Also the labels a pack carries (:func:`pack_labels`: status, trust, grounding), which every
+reader of a project (``ask``, ``read_document``, the MCP catalog) takes from here.
 """
 
 from __future__ import annotations
@@ -119,3 +122,25 @@ def validate(record: Any) -> dict:
     v05, cur = check(record, "0.5"), check(record, "current")
     errors = [f"v0.5: {e}" for e in v05] + [f"current: {e}" for e in cur]
     return {"valid": not errors, "errors": errors, "versions": {"0.5": v05, "current": cur}}
+
+
+def pack_status(front_status: str, pending_reviews: int) -> str:
+    """The pack's status: KNOWLEDGE.md's (one of the Agent Knowledge statuses; anything else
+    reads as ``draft``), but never ``ready`` while findings wait for review (the file can be
+    stale, e.g. edited by hand or written before a journal rebuild)."""
+    if front_status not in PACK_STATUSES:
+        front_status = "draft"
+    if pending_reviews and front_status in ("ready", "draft"):
+        return "needs-review"
+    return front_status
+
+
+def pack_labels(front: dict, pending_reviews: int, settings: dict) -> tuple[str, str, str]:
+    """``(status, trust, grounding)`` a pack of this project carries. Trust and grounding are the
+    configuration's ``[project]`` values, which the service writes into KNOWLEDGE.md: that file
+    sits in the shared folder, and a hand edit there (``trust: official``) must not raise what an
+    agent is told to trust. The status is the file's (people set lifecycle states there, or
+    through ``set_knowledge_status``), checked by :func:`pack_status`."""
+    opts = settings.get("project", {})
+    return (pack_status(front.get("status", "draft"), pending_reviews),
+            opts.get("trust", "unreviewed"), opts.get("grounding", "recommended"))

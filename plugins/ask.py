@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 
 from kbwatch.pipeline import __version__, confine, hookimpl
+from kbwatch.pipeline.context_record import pack_labels, pack_status  # noqa: F401 (pack_status: for older callers)
 from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
 from kbwatch.plugins.retrieval.navigation import open_index
 
@@ -39,14 +40,6 @@ def flagged_documents(journal, project: str) -> dict[str, str]:
             what = "pending review" if r["decision"] == "pending" else "rejected in review"
             out[r["path"]] = (out.get(r["path"], "") + "; " if r["path"] in out else "") + f"{r['n']} finding(s) {what}"
     return out
-
-
-def pack_status(front_status: str, pending_reviews: int) -> str:
-    """The pack's status: KNOWLEDGE.md's, but never ``ready`` while findings wait for review
-    (the file can be stale, e.g. edited by hand or written before a journal rebuild)."""
-    if pending_reviews and front_status in ("ready", "draft"):
-        return "needs-review"
-    return front_status
 
 
 class Asker:
@@ -70,9 +63,7 @@ class Asker:
         except OSError:
             front = {}
         self.pending_reviews = len(kb.journal.pending_findings(project.name))
-        self.status = pack_status(front.get("status", "draft"), self.pending_reviews)
-        self.trust = front.get("trust", "unreviewed")
-        self.grounding = front.get("grounding", "recommended")
+        self.status, self.trust, self.grounding = pack_labels(front, self.pending_reviews, kb.settings)
         self.flagged = flagged_documents(kb.journal, project.name)
         self.include_flagged = include_flagged
         if project_md is not None:  # vetted by the core (a placeholder overview taken out)
@@ -158,9 +149,8 @@ def kb_read_document(kb, project, citation):
     warnings = []
     if doc["path"] in flagged:
         warnings.append(f"{doc['path']} has {flagged[doc['path']]}: verify before relying on it")
-    status = pack_status(front.get("status", "draft"), pending)
-    text = fence_document(project.name, doc, status, front.get("trust", "unreviewed"),
-                          front.get("grounding", "recommended"), warnings)
+    status, trust, grounding = pack_labels(front, pending, kb.settings)
+    text = fence_document(project.name, doc, status, trust, grounding, warnings)
     return {"name": project.name, "path": doc["path"], "anchor": doc["anchor"], "start_line": doc["start_line"],
             "end_line": doc["end_line"], "total_lines": doc["total_lines"], "truncated": doc["truncated"],
             "text": text, "lines": neutralize_fence(doc["lines"]), "warnings": warnings}

@@ -245,3 +245,31 @@ def test_a_question_that_is_not_utf8_is_a_usage_error(kb):
     err = proc.stderr.decode("utf-8", "replace")
     assert proc.returncode == 2, err
     assert "not valid UTF-8" in err and "internal error" not in err and "Traceback" not in err
+
+
+def test_a_hand_edit_of_knowledge_md_never_raises_trust(kb, cli, root):
+    """KNOWLEDGE.md sits in the shared folder; the pack's trust and grounding are the
+    configuration's (``[project]``, which the service writes there), and a status that is not
+    an Agent Knowledge status reads as draft. Before, ``trust: verified`` (not even a value the
+    standard has) or ``trust: official`` flowed into every pack, record and catalog row."""
+    from kbwatch.pipeline.api import Knowledge
+
+    path = kb / "KNOWLEDGE.md"
+    text = path.read_text(encoding="utf-8")
+    assert "trust: unreviewed" in text and "grounding: recommended" in text
+    for trust, status in (("verified", "great"), ("official", "ready")):
+        path.write_text(text.replace("trust: unreviewed", f"trust: {trust}")
+                        .replace("grounding: recommended", "grounding: none")
+                        .replace("status: ready", f"status: {status}"), encoding="utf-8")
+        out = cli("ask", "demo", "token bucket")
+        assert out.exit_code == 0, out.output
+        assert 'trust="unreviewed"' in out.output and 'grounding="recommended"' in out.output, out.output[:400]
+        assert trust not in out.output.split("\n", 1)[0]
+        record = json.loads(cli("ask", "demo", "token bucket", "--json").output)
+        assert_valid(record)
+        with Knowledge(str(root)) as knowledge:
+            row = {r["name"]: r for r in knowledge.list()}["demo"]
+            assert row["trust"] == "unreviewed", row
+            assert row["status"] == ("draft" if status == "great" else "ready"), row
+            doc = knowledge.read_document("parsed/deploy.md", "demo")
+            assert 'trust="unreviewed"' in doc["text"] and 'grounding="recommended"' in doc["text"]

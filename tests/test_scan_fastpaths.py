@@ -88,7 +88,7 @@ def test_pattern_set_equals_plain_finditer(k):
             assert [m.span() for m in res[i]] == [m.span() for m in pat.finditer(vt)], (i, vt[:60])
         only = set(range(0, len(ps.patterns), 3))
         part = ps.finditer_all(vt, only)
-        assert all((part[i] == []) if i not in only else ([m.span() for m in part[i]] == [m.span() for m in res[i]])
+        assert all((list(part[i]) == []) if i not in only else ([m.span() for m in part[i]] == [m.span() for m in res[i]])
                    for i in range(len(ps.patterns)))
 
 

@@ -338,7 +338,8 @@ def _signal_hits(vt: str, res=None) -> list[tuple[int, int, str]]:
     if res is None:
         res = _EN_SET.finditer_all(vt, set(range(_SIG0, len(_EN_SET.patterns))))
     events = []
-    for k, (name, _) in enumerate(R.SIGNALS):
+    for k in compress(range(len(R.SIGNALS)), res[_SIG0:_SIG0 + len(R.SIGNALS)]):  # the signals found, in order
+        name = R.SIGNALS[k][0]
         for m in res[_SIG0 + k]:
             events.append((m.start(), m.end(), name))
     names_all = {e[2] for e in events}

@@ -17,6 +17,9 @@ from .required import required_literals
 _ARRAY_MIN = 100_000
 
 
+_NONE: tuple = ()  # "no positions" / "no matches": one shared empty sequence, not a list per pattern
+
+
 def _list(_typecode: str) -> list:
     return []
 
@@ -465,16 +468,22 @@ class PatternSet:
             scan, k = self.shared_scan
             return scan.candidates(text, k)
         seq = array if len(text) > _ARRAY_MIN else _list
-        cands: list = [seq("q") for _ in self.patterns]
+        cands: list = [_NONE] * len(self.patterns)  # one sequence made per pattern with a position
         for p, ids in self._word_scan.hits(text):
             for i in ids:
-                cands[i].append(p)
+                got = cands[i]
+                if got is _NONE:
+                    got = cands[i] = seq("q")
+                got.append(p)
         return cands
 
-    def finditer_all(self, text: str, only: set[int] | None = None) -> list[list[re.Match]]:
-        """Matches of every pattern (index-aligned with ``patterns``)."""
+    def finditer_all(self, text: str, only: set[int] | None = None) -> list:
+        """Matches of every pattern (index-aligned with ``patterns``): a list of matches, or an
+        empty sequence shared by the patterns without one (read the entries, don't change them)."""
         n = len(self.patterns)
-        out: list[list[re.Match]] = [[] for _ in range(n)]
+        # a pattern without a match keeps the shared empty tuple (most patterns, on most texts):
+        # the entries are read, never changed
+        out: list = [_NONE] * n
         cands = self._word_candidates(text) if self.word else None
         ccands: dict[int, list[int] | array] = {}
         seq = array if len(text) > _ARRAY_MIN else _list
@@ -496,7 +505,9 @@ class PatternSet:
             if i in self._always:
                 needs = self._needs[i]
                 if needs is None or any(lit in text for lit in needs):
-                    out[i] = list(pat.finditer(text))
+                    found = list(pat.finditer(text))
+                    if found:
+                        out[i] = found
                 continue
             ps = cands[i] if cands is not None else ()
             if i in ccands:
@@ -511,7 +522,7 @@ class PatternSet:
             elif not ps:
                 continue
             last = -1
-            res = out[i]
+            res = []
             match = pat.match
             for p in ps:
                 if p < last:
@@ -520,6 +531,8 @@ class PatternSet:
                 if m is not None:
                     res.append(m)
                     last = m.end() if m.end() > p else p + 1
+            if res:
+                out[i] = res
         return out
 
 

@@ -18,7 +18,7 @@ import threading
 from array import array
 from contextlib import contextmanager
 
-from .patterns import AnchorScan
+from .patterns import _NONE, AnchorScan, _list
 
 __all__ = ["WordScan"]
 
@@ -64,13 +64,16 @@ class WordScan:
         at once (issue 12, the soak)."""
         last = self._last
         if last[0] is not text:
-            if len(text) > KEEP_MAX:
-                cands: list = [array("q") for _ in range(self.total)]
-            else:  # a small text: lists are quicker to make, and few positions
-                cands = [[] for _ in range(self.total)]
+            # a sequence is made only for a pattern with a position (an array on a large text, a
+            # list on a small one: quicker to make); the others share one empty tuple
+            seq = array if len(text) > KEEP_MAX else _list
+            cands: list = [_NONE] * self.total
             for p, ids in self._scan.hits(text):
                 for g in ids:
-                    cands[g].append(p)
+                    got = cands[g]
+                    if got is _NONE:
+                        got = cands[g] = seq("q")
+                    got.append(p)
             last = (text, cands)
             if len(text) <= KEEP_MAX or getattr(self._held, "text", None) is text:
                 self._last = last

@@ -19,6 +19,7 @@ import gc
 import multiprocessing as mp
 import os
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -35,6 +36,27 @@ _CTX = mp.get_context("spawn")
 _KINDS = {"parse": ("parse worker", "parser"), "compute": ("compute worker", "compute task")}
 
 
+def ended(proc) -> str:
+    """How a worker process that closed its pipe ended: its exit code, read after reaping it
+    (read at once it was often still ``None``: "exit code None"), with the signal named."""
+    proc.join(timeout=2)
+    code = proc.exitcode
+    if code is None:
+        return "it closed its pipe and is still running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        why = " (the kernel's out-of-memory killer, or someone, killed it)" if -code == signal.SIGKILL else ""
+        return f"killed by {name}{why}"
+    return f"exit code {code}"
+
+
+def _log_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    logger.debug("{}: {} ({}:{})", category.__name__, message, os.path.basename(filename), lineno)
+
+
 def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None, kind: str = "parse") -> None:
     if memory_mb > 0:
         try:
@@ -45,6 +67,11 @@ def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None, kind: 
         except (ValueError, OSError):  # pragma: no cover - platform dependent
             pass
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+    # a library's warning (Pillow's DecompressionBombWarning …) goes to the log, not raw onto the
+    # terminal the service shares with its workers
+    import warnings
+
+    warnings.showwarning = _log_warning
     if warmup is not None:
         try:
             warmup()
@@ -114,11 +141,11 @@ class _Worker:
                 try:
                     msg = self.conn.recv()
                 except (EOFError, OSError):
-                    raise PermanentError(f"the {self.name} crashed while starting (exit code {self.proc.exitcode})",
+                    raise PermanentError(f"the {self.name} crashed while starting ({ended(self.proc)})",
                                          reason="crashed") from None
                 self.ready = msg == ("ready",)
             elif not self.proc.is_alive():
-                raise PermanentError(f"the {self.name} crashed while starting (exit code {self.proc.exitcode})",
+                raise PermanentError(f"the {self.name} crashed while starting ({ended(self.proc)})",
                                      reason="crashed")
             elif time.monotonic() > deadline:
                 raise PermanentError(f"the {self.name} did not start in time", reason="crashed")
@@ -330,14 +357,14 @@ class WorkerPool:
                         if self._closed:
                             raise TransientError("the service is shutting down", reason="shutdown") from None
                         raise PermanentError(
-                            f"the {w.name} crashed (exit code {w.proc.exitcode})", reason="crashed"
+                            f"the {w.name} crashed ({ended(w.proc)})", reason="crashed"
                         ) from None
                     break
                 if not w.proc.is_alive():
                     if self._closed:
                         raise TransientError("the service is shutting down", reason="shutdown")
                     raise PermanentError(
-                        f"the {w.name} crashed (exit code {w.proc.exitcode})", reason="crashed"
+                        f"the {w.name} crashed ({ended(w.proc)})", reason="crashed"
                     )
                 if self._closed:
                     raise TransientError("the service is shutting down", reason="shutdown")

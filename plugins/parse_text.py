@@ -13,8 +13,10 @@ paragraphs into headings. HTML is *not* here: it goes through unstructured
 - .md as-is; .txt/.log as text; .rst/.org as text with their section titles
   turned into Markdown headings (directives such as ``include`` are never
   followed).
-- .csv/.tsv as one Markdown table (delimiter sniffed, ragged rows padded,
-  pipes escaped, quoted newlines flattened).
+- .csv/.tsv as one Markdown table (delimiter sniffed, ragged rows padded while
+  the table stays under ``common.PAD_CELLS`` cells, pipes escaped, quoted
+  newlines flattened), parsed in a parse worker (parser ``table``: its memory
+  cap and timeout apply).
 - .json/.ndjson/.yaml/.xml and the configuration/shell files as a fenced code block,
   byte-for-byte content.
 """
@@ -51,12 +53,22 @@ def kb_parser_info():
     return [
         ParserInfo(
             name="text",
-            extensions=EXTENSIONS,
+            extensions=tuple(e for e in EXTENSIONS if e not in TABLE_EXTS),
             priority=100,
             inprocess=True,
-            description="plain text read directly: md/txt/rst/org as text, csv/tsv as tables, "
-            "json/yaml/xml as code blocks (encoding detected)",
-        )
+            description="plain text read directly: md/txt/rst/org as text, "
+            "json/yaml/xml and configuration files as code blocks (encoding detected)",
+        ),
+        # a table is built cell by cell (a small CSV can describe a huge one: a 200,000-field
+        # header over 20,000 rows), so it is built in a parse worker, under its memory cap and
+        # timeout, like the rich formats; the text parsers above stream large texts in process
+        ParserInfo(
+            name="table",
+            extensions=TABLE_EXTS,
+            priority=100,
+            inprocess=False,
+            description="csv/tsv as a Markdown table (delimiter sniffed), in a parse worker",
+        ),
     ]
 
 
@@ -86,7 +98,8 @@ def kb_parse(path, ext, settings):
         if match:
             title = match.group(1).strip()
     # a large body is returned as is (no copy to add the final newline: parsed/ adds it or keeps its own)
-    doc = ParsedDocument(markdown=body if large or not body else body + "\n", parser="text", title=title)
+    doc = ParsedDocument(markdown=body if large or not body else body + "\n",
+                         parser="table" if ext in TABLE_EXTS else "text", title=title)
     doc.metadata["encoding"] = encoding
     if not body or body.isspace():
         doc.warnings.append("the document has no text")

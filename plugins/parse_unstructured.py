@@ -185,8 +185,10 @@ def _short_named(kwargs: dict, ext: str):
 
 
 def _classify(path: Path, ext: str, exc: Exception) -> PermanentError:
-    msg = f"{type(exc).__name__}: {exc}".strip()[:300]
+    msg = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]  # one line (pandoc's run over several)
     low = msg.lower()
+    if "out of memory" in low:  # pandoc's own heap limit, not a damaged file
+        return PermanentError(f"{path.name}: the converter ran out of memory ({msg})", reason="memory")
     if "encrypt" in low or "password" in low:
         return PermanentError(f"{path.name} is password-protected ({msg})", reason="encrypted")
     if "pandoc" in low and ("not found" in low or "no pandoc" in low):

@@ -103,6 +103,8 @@ def _xlsx_sheets(path: Path, limit: int):
 
     try:
         wb = openpyxl.load_workbook(str(path), read_only=True, data_only=True)
+    except MemoryError:
+        raise
     except Exception as exc:
         raise PermanentError(f"{path.name} could not be opened as a workbook: {type(exc).__name__}: {exc}", reason="corrupt")
     try:
@@ -114,8 +116,11 @@ def _xlsx_sheets(path: Path, limit: int):
                         cut = True
                         break
                     rows.append([fmt(v) for v in row])
+            except MemoryError:
+                raise  # the worker reports it as "ran out of memory", not as an unreadable sheet
             except Exception as exc:
-                raise PermanentError(f"{path.name}: sheet {ws.title!r} is unreadable: {exc}", reason="corrupt")
+                raise PermanentError(f"{path.name}: sheet {ws.title!r} is unreadable: {type(exc).__name__}: {exc}",
+                                     reason="corrupt")
             yield ws.title, rows, cut
         for ws in getattr(wb, "chartsheets", []):
             yield ws.title, [], False

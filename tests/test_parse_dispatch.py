@@ -106,8 +106,9 @@ def test_a_hook_wrapper_sees_every_parse_in_process_and_in_workers(project):
     totals, _ = ingest(root)
     assert totals == {"done": 3}
     seen = {p["name"]: p for p in _parses(root)}
-    assert {n: p["parser"] for n, p in seen.items()} == {"a.md": "text", "b.csv": "text", "c.docx": "unstructured"}
+    assert {n: p["parser"] for n, p in seen.items()} == {"a.md": "text", "b.csv": "table", "c.docx": "unstructured"}
     assert seen["a.md"]["pid"] == os.getpid()  # inprocess parser: this process
+    assert seen["b.csv"]["pid"] != os.getpid()  # a table is built in a worker (under its memory cap and timeout)
     assert seen["c.docx"]["pid"] != os.getpid()  # rich format: a worker, and the wrapper ran there too
 
 

@@ -114,3 +114,24 @@ def test_too_large(tmp_path):
     with pytest.raises(PermanentError) as err:
         parse(f, {"stages": {"parse": {"max_file_mb": 1}}})
     assert err.value.reason == "too large"
+
+
+def test_a_small_csv_describing_a_huge_table_is_not_padded_to_it(tmp_path):
+    """A 200,000-field header over 20,000 one-field rows (1.2 MB) describes a table of 4 billion
+    cells: padding every row to the widest grew the service past 5 GB. Past PAD_CELLS only the
+    header is padded; the output grows with the input, and every value is still there."""
+    from kbwatch.plugins.parsing.common import PAD_CELLS
+
+    f = tmp_path / "wide.csv"
+    header = ",".join(f"c{i}" for i in range(200_000))
+    f.write_text(header + "\n" + "".join(f"v{i}\n" for i in range(20_000)), encoding="utf-8")
+    doc = parse(f)
+    assert doc.parser == "table"
+    lines = doc.markdown.splitlines()
+    assert len(lines) == 2 + 20_000 and lines[2] == "| v0 |" and lines[-1] == "| v19999 |"
+    assert len(doc.markdown) < 5 * f.stat().st_size
+    # a table under the bound is padded as before
+    small = tmp_path / "ragged.csv"
+    small.write_text("a,b,c\n1\n2,3\n", encoding="utf-8")
+    assert parse(small).markdown.splitlines()[2:] == ["| 1 |  |  |", "| 2 | 3 |  |"]
+    assert 3 * 3 <= PAD_CELLS

@@ -234,14 +234,25 @@ def cell(value: Any) -> str:
     return " ".join(text.split())
 
 
+# a ragged table is padded to its widest row only while that stays under this many cells: a small
+# file can describe a huge padded table (a 200,000-field header over 20,000 one-field rows is
+# 4 billion cells); past it only the header is padded, and a short row stays short (Markdown
+# readers show the missing cells empty), so the output grows with the input, not with its shape
+PAD_CELLS = 2_000_000
+
+
 def md_table(rows: list[list[Any]]) -> str:
-    """Rows (first = header) to a Markdown table; ragged rows padded, empty columns kept."""
+    """Rows (first = header) to a Markdown table; ragged rows padded (up to :data:`PAD_CELLS`
+    cells in all), empty columns kept."""
     rows = [[cell(v) for v in r] for r in rows]
     rows = [r for r in rows if any(r)]
     if not rows:
         return ""
     width = max(len(r) for r in rows)
-    rows = [r + [""] * (width - len(r)) for r in rows]
+    if width * len(rows) <= PAD_CELLS:
+        rows = [r + [""] * (width - len(r)) for r in rows]
+    else:
+        rows[0] = rows[0] + [""] * (width - len(rows[0]))
     out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
     out += ["| " + " | ".join(r) + " |" for r in rows[1:]]
     return "\n".join(out)

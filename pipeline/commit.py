@@ -40,7 +40,7 @@ from loguru import logger
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.checkpoints import checkpoint
 from kbwatch.pipeline.config import state_dir
-from kbwatch.pipeline.errors import PROJECT_REPLACED, TransientError
+from kbwatch.pipeline.errors import DISK_FULL, PROJECT_REPLACED, TransientError, is_disk_full
 from kbwatch.pipeline.execute import FinishedRun
 from kbwatch.pipeline.formats.manifest import session_manifest
 from kbwatch.pipeline.fsutil import atomic_write, display_path, utc_iso
@@ -242,7 +242,8 @@ class Committer:
             session.discard()
             for run in runs:
                 if run.outcome in ("done", "duplicate"):
-                    run.outcome, run.retryable, run.reason = "failed", True, "commit failed"
+                    run.outcome, run.retryable = "failed", True
+                    run.reason = DISK_FULL if is_disk_full(exc) else "commit failed"
                     run.message = run.error = f"could not write the project's files: {exc}"
         checkpoint("commit:after")
 

@@ -54,6 +54,17 @@ CANNOT_OPEN = "cannot-open"  # the file would not open: taken again once it open
 BAD_MANIFEST = "bad manifest"  # the project's manifest.json, not the file: taken again once it changes
 BAD_PROJECT_MD = "bad project.md"  # the same for project.md
 PROJECT_REPLACED = "project replaced"  # the project folder was deleted or replaced during the run
+DISK_FULL = "disk full"  # no room to write: taken again on the backoff timer, never given up
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """A write refused for want of room (ENOSPC, EDQUOT, SQLite's "database or disk is full")."""
+    import errno
+    import sqlite3
+
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc)
 
 
 class TransientError(StageError):

@@ -33,7 +33,7 @@ from loguru import logger
 
 from kbwatch.pipeline import confine, intake
 from kbwatch.pipeline.checkpoints import checkpoint
-from kbwatch.pipeline.errors import CANNOT_OPEN, PROJECT_REPLACED, StageError, StopRun, TransientError
+from kbwatch.pipeline.errors import CANNOT_OPEN, DISK_FULL, PROJECT_REPLACED, StageError, StopRun, TransientError, is_disk_full
 from kbwatch.pipeline.fsutil import display_path, new_run_id, utc_iso
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.project import ProjectReplaced, ProjectSession, project_refusal
@@ -207,7 +207,7 @@ class RunExecutor:
         if ending.reason == "shutdown":  # abandoned cleanly: nothing was written, the file stays
             self.journal.delete_run(run_id)
             return None
-        if ending.outcome == "failed" and ending.retryable and gave_up(job.attempt, self.settings):
+        if ending.outcome == "failed" and ending.retryable and ending.reason != DISK_FULL and gave_up(job.attempt, self.settings):
             ending.message = ending.error = give_up_message(ending.message, job.attempt)
         run = finished_run(start, ending, ctx=ctx, taken=taken, stage_rows=stage_rows)
         run.folder = folder
@@ -273,9 +273,13 @@ class RunExecutor:
         except Exception as exc:
             if session.replaced():  # its folder went away under a write: no crash of ours
                 return _replaced_ending(session)
+            if is_disk_full(exc):
+                message = f"the disk is full ({exc.strerror}); it is taken again once there is room"
+                logger.warning("{}: {}", ctx.source_rel, message)
+                return _Ending(outcome="failed", message=message, error=message, reason=DISK_FULL, retryable=True)
             if isinstance(exc, OSError) and exc.errno is not None:
-                # the file system refused (a folder deleted under the write, a full disk):
-                # no fault of the file's; taken again later
+                # the file system refused (a folder deleted under the write): no fault of the
+                # file's; taken again later
                 where = f" {display_path(exc.filename)}" if exc.filename else ""
                 message = f"file system error on{where or ' a file'}: {exc.strerror}; it is taken again later"
                 logger.warning("{}: {}", ctx.source_rel, message)
@@ -309,6 +313,9 @@ def _take(path: Path, snapshot_dir: Path) -> intake.Taken:
         raise TransientError(f"cannot open the file: {exc.strerror} (a writer's lock or no read permission); "
                              "it is taken again when it opens, or with `kbwatch retry`", reason=CANNOT_OPEN) from exc
     except OSError as exc:
+        if is_disk_full(exc):  # the service's private copy (state dir) found no room: not the file's fault
+            raise TransientError(f"the disk is full: no room for the service's private copy of the file "
+                                 f"({exc.strerror}); it is taken again once there is room", reason=DISK_FULL) from exc
         raise TransientError(f"cannot read the file: {exc.strerror}", reason="io") from exc
 
 

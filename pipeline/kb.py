@@ -21,7 +21,8 @@ from loguru import logger
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.config import load_settings, state_dir
-from kbwatch.pipeline.errors import BAD_MANIFEST, BAD_PROJECT_MD, CANNOT_OPEN, PROJECT_REPLACED, ConfigError, KbwatchError
+from kbwatch.pipeline.errors import (BAD_MANIFEST, BAD_PROJECT_MD, CANNOT_OPEN, DISK_FULL, PROJECT_REPLACED, ConfigError,
+                                     KbwatchError)
 from kbwatch.pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, fit_stem, parsed_path
 from kbwatch.pipeline.formats.knowledge_md import render_knowledge
 from kbwatch.pipeline.formats.manifest import Manifest
@@ -203,7 +204,8 @@ class KnowledgeBase:
             if not last["retryable"]:
                 return None, f"failed earlier ({last['error']}); unchanged"
             attempts = last["attempts"] or 1
-            if attempts >= self.settings["retry"]["max_attempts"]:
+            # a full disk is waited out (on the backoff timer), not given up on: the file is fine
+            if attempts >= self.settings["retry"]["max_attempts"] and last.get("reason") != DISK_FULL:
                 return None, f"gave up after {attempts} attempts"
             if last["next_attempt_at"] and last["next_attempt_at"] > now:
                 return None, f"retry due in {last['next_attempt_at'] - now:.0f} s"

@@ -20,6 +20,7 @@ import fcntl
 import json
 import os
 import signal
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -155,6 +156,7 @@ class WatchService:
         self.settings = kb.settings
         self.stop_event = threading.Event()
         self.stop_signal: int | None = None  # what request_stop (the signal handler) saw; the loop acts on it
+        self._journal_failing, self._journal_warned_at = False, float("-inf")  # see _journal_write
         self.runner = Runner(kb.root, kb.settings, kb.plugins, kb.journal)
         self.tracker = StabilityTracker(kb.settings["service"]["settle_seconds"], self._submit,
                                         kb.settings["service"]["locked_patience_seconds"])
@@ -351,11 +353,30 @@ class WatchService:
                 self.tracker.touch(path)
 
     def heartbeat(self) -> None:
-        self.kb.journal.set_service(
+        self._journal_write(lambda: self.kb.journal.set_service(
             pid=os.getpid(), started_at=self.started_at, heartbeat=time.time(),
             queue=self.runner.queue_length() + len(self.tracker), in_flight=self.runner.in_flight,
             stopped_at=None, executor=json.dumps(self.runner.executor_status()),
-        )
+        ))
+
+    def _journal_write(self, write) -> None:
+        """A write of the service's own row: a journal that refuses it (the state dir's disk full,
+        the file locked for long) is warned about, at most once a minute, and the service goes on
+        (it died of "database or disk is full"); the runs' own rows are the commit's business."""
+        try:
+            write()
+        except sqlite3.Error as exc:
+            now = time.monotonic()
+            if now - self._journal_warned_at >= 60.0:
+                self._journal_warned_at = now
+                logger.warning("the journal refused the service's heartbeat ({}); `kbwatch status` may call the "
+                               "service stale until it takes writes again", exc)
+            self._journal_failing = True
+        else:
+            if self._journal_failing:
+                self._journal_failing = False
+                self._journal_warned_at = float("-inf")
+                logger.info("the journal takes the service's heartbeat again")
 
     # -- main loop -------------------------------------------------------------
     def run(self) -> None:
@@ -429,7 +450,8 @@ class WatchService:
             self.observer.join(timeout=1.0)
         except Exception:
             pass
-        self.kb.journal.set_service(pid=os.getpid(), heartbeat=time.time(), queue=0, in_flight=0, stopped_at=time.time())
+        self._journal_write(lambda: self.kb.journal.set_service(pid=os.getpid(), heartbeat=time.time(), queue=0,
+                                                                in_flight=0, stopped_at=time.time()))
         logger.info("kbwatch stopped")
 
 

@@ -274,7 +274,7 @@ class RunExecutor:
             if session.replaced():  # its folder went away under a write: no crash of ours
                 return _replaced_ending(session)
             if is_disk_full(exc):
-                message = f"the disk is full ({exc.strerror}); it is taken again once there is room"
+                message = f"the disk is full ({getattr(exc, 'strerror', None) or exc}); it is taken again once there is room"
                 logger.warning("{}: {}", ctx.source_rel, message)
                 return _Ending(outcome="failed", message=message, error=message, reason=DISK_FULL, retryable=True)
             if isinstance(exc, OSError) and exc.errno is not None:

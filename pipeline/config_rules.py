@@ -13,6 +13,7 @@ copy of its grammar.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
@@ -110,7 +111,6 @@ def log_level(value) -> str | None:
     return None
 
 
-_ACCEPTED: dict[tuple[str, str, object], bool] = {}  # loguru's answers, per process
 # a size loguru surely takes ("10 MB", "500 KB", "1 GB"): answered without asking it
 # (tests/test_settings_checked.py checks the pattern against loguru itself)
 PLAIN_SIZE = re.compile(r"[1-9][0-9]{0,5} ?[KMG]B")
@@ -125,20 +125,22 @@ def _loguru_accepts(**option) -> bool:
     if (name == "retention" and type(value) is int) or (
             name == "rotation" and isinstance(value, str) and PLAIN_SIZE.fullmatch(value)):
         return True
-    key = (name, type(value).__name__, value if isinstance(value, (str, int, float, bool)) else repr(value))
-    known = _ACCEPTED.get(key)
-    if known is not None:
-        return known
+    try:
+        return _ask_loguru(name, type(value), value)
+    except TypeError:  # a value that cannot be a cache key (a list, a table): asked each time
+        return _ask_loguru.__wrapped__(name, type(value), value)
+
+
+@functools.lru_cache(maxsize=64)
+def _ask_loguru(name: str, _type: type, value) -> bool:  # (the type in the key: 1 and True are equal)
     from loguru import logger
 
     path = os.path.join(tempfile.gettempdir(), "kbwatch-config-check.log")
     try:
-        handler = logger.add(path, delay=True, format="{message}", **option)
+        handler = logger.add(path, delay=True, format="{message}", **{name: value})
     except (ValueError, TypeError):
-        _ACCEPTED[key] = False
         return False
     logger.remove(handler)
-    _ACCEPTED[key] = True
     return True
 
 

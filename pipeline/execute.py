@@ -207,7 +207,7 @@ class RunExecutor:
         if ending.reason == "shutdown":  # abandoned cleanly: nothing was written, the file stays
             self.journal.delete_run(run_id)
             return None
-        if ending.outcome == "failed" and ending.retryable and ending.reason != DISK_FULL and gave_up(job.attempt, self.settings):
+        if ending.outcome == "failed" and ending.retryable and gave_up(job.attempt, self.settings, ending.reason):
             ending.message = ending.error = give_up_message(ending.message, job.attempt)
         run = finished_run(start, ending, ctx=ctx, taken=taken, stage_rows=stage_rows)
         run.folder = folder

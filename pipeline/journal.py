@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from kbwatch.pipeline.errors import DISK_FULL
 from kbwatch.pipeline.heal import adoptable, copy_live, file_identity, move_aside, quick_check, use_wal
 
 
@@ -374,16 +373,17 @@ class Journal:
             ))
         return rows[0] if rows else None
 
-    def due_retries(self, now: float, max_attempts: int) -> list[dict]:
-        """Latest runs that failed transiently (or that ``retry`` marked) and whose backoff has passed;
-        under ``max_attempts`` tries, except a run that waits for room on a full disk (never given up)."""
+    def due_retries(self, now: float, max_attempts: int, unlimited: tuple[str, ...] = ()) -> list[dict]:
+        """Latest runs that failed transiently (or that ``retry`` marked) and whose backoff has passed,
+        under ``max_attempts`` tries unless their reason is one of ``unlimited``."""
+        marks = ", ".join("?" * len(unlimited)) or "null"
         sql = (
             "select * from runs where rowid in (select max(rowid) from runs group by project, source) "
             "and outcome in ('failed', 'conflict') and retryable = 1 and coalesce(next_attempt_at, 0) <= ? "
-            "and (coalesce(attempts, 0) < ? or reason = ?)"
+            f"and (coalesce(attempts, 0) < ? or reason in ({marks}))"
         )
         with self._lock:
-            return list(self.db.query(sql, [now, max_attempts, DISK_FULL]))
+            return list(self.db.query(sql, [now, max_attempts, *unlimited]))
 
     def running_runs(self) -> list[dict]:
         with self._lock:

@@ -21,8 +21,7 @@ from loguru import logger
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.config import load_settings, state_dir
-from kbwatch.pipeline.errors import (BAD_MANIFEST, BAD_PROJECT_MD, CANNOT_OPEN, DISK_FULL, PROJECT_REPLACED, ConfigError,
-                                     KbwatchError)
+from kbwatch.pipeline.errors import BAD_MANIFEST, BAD_PROJECT_MD, CANNOT_OPEN, PROJECT_REPLACED, ConfigError, KbwatchError
 from kbwatch.pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, fit_stem, parsed_path
 from kbwatch.pipeline.formats.knowledge_md import render_knowledge
 from kbwatch.pipeline.formats.manifest import Manifest
@@ -32,6 +31,7 @@ from kbwatch.pipeline.fsutil import atomic_write, display_path, iso_minute, make
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.plugins import PluginSet, build_plugin_manager
 from kbwatch.pipeline.project import PROJECT_DIRS, discover_projects, is_project, project_refusal, refused_projects
+from kbwatch.pipeline.retry_policy import gave_up
 from kbwatch.pipeline.sources import SourceEntry, split_name, walk_sources
 
 INVALID_PROJECT_CHARS = set('/\\\0')
@@ -204,8 +204,7 @@ class KnowledgeBase:
             if not last["retryable"]:
                 return None, f"failed earlier ({last['error']}); unchanged"
             attempts = last["attempts"] or 1
-            # a full disk is waited out (on the backoff timer), not given up on: the file is fine
-            if attempts >= self.settings["retry"]["max_attempts"] and last.get("reason") != DISK_FULL:
+            if gave_up(attempts, self.settings, last.get("reason")):
                 return None, f"gave up after {attempts} attempts"
             if last["next_attempt_at"] and last["next_attempt_at"] > now:
                 return None, f"retry due in {last['next_attempt_at'] - now:.0f} s"

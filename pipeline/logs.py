@@ -42,8 +42,7 @@ FILE_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {process} | {extra
 
 
 def _shown(record) -> None:
-    shown = printable(record["message"], keep="\n\t")
-    record["extra"]["_shown"] = shown.replace("\n", CONTINUATION) if "\n" in shown else shown
+    record["extra"]["_shown"] = printable(record["message"], keep="\n\t").replace("\n", CONTINUATION)
 
 
 def _file_format(record) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import tenacity
 
-from kbwatch.pipeline.errors import TransientError
+from kbwatch.pipeline.errors import DISK_FULL, TransientError
 
 RETRYABLE_IN_RUN = 3  # quick attempts inside one run before the journal takes over
 
@@ -52,9 +52,14 @@ def retry_transient(fn: Callable[[], Any], settings: dict) -> Any:
     return retrying(fn)
 
 
-def gave_up(attempt: int, settings: dict) -> bool:
+# failures that are no fault of the file's and pass by themselves: retried on the backoff timer
+# for as long as they last, never given up after ``max_attempts``
+NEVER_GIVEN_UP = (DISK_FULL,)
+
+
+def gave_up(attempt: int, settings: dict, reason: str | None = None) -> bool:
     """Whether a retryable failure at ``attempt`` is the last one (the journal stops retrying)."""
-    return attempt >= settings["retry"]["max_attempts"]
+    return reason not in NEVER_GIVEN_UP and attempt >= settings["retry"]["max_attempts"]
 
 
 def give_up_message(message: str, attempt: int) -> str:

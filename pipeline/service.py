@@ -38,6 +38,7 @@ from kbwatch.pipeline.heap import trim as trim_heap
 from kbwatch.pipeline.heap import tune as tune_heap
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.project import discover_projects, folder_identity, refused_projects
+from kbwatch.pipeline.retry_policy import NEVER_GIVEN_UP
 from kbwatch.pipeline.runner import Runner
 from kbwatch.pipeline.sources import folder_too_deep, project_of
 from kbwatch.pipeline.watcher import SourceEvents, StabilityTracker, choose_observer
@@ -156,7 +157,7 @@ class WatchService:
         self.settings = kb.settings
         self.stop_event = threading.Event()
         self.stop_signal: int | None = None  # what request_stop (the signal handler) saw; the loop acts on it
-        self._journal_failing, self._journal_warned_at = False, float("-inf")  # see _journal_write
+        self._journal_warned_at: float | None = None  # when a refused heartbeat was last warned about
         self.runner = Runner(kb.root, kb.settings, kb.plugins, kb.journal)
         self.tracker = StabilityTracker(kb.settings["service"]["settle_seconds"], self._submit,
                                         kb.settings["service"]["locked_patience_seconds"])
@@ -347,7 +348,7 @@ class WatchService:
         return n
 
     def due_retries(self) -> None:
-        for row in self.kb.journal.due_retries(time.time(), self.settings["retry"]["max_attempts"]):
+        for row in self.kb.journal.due_retries(time.time(), self.settings["retry"]["max_attempts"], NEVER_GIVEN_UP):
             path = self.root / row["project"] / row["source"]
             if os.path.lexists(path):
                 self.tracker.touch(path)
@@ -367,15 +368,13 @@ class WatchService:
             write()
         except sqlite3.Error as exc:
             now = time.monotonic()
-            if now - self._journal_warned_at >= 60.0:
+            if self._journal_warned_at is None or now - self._journal_warned_at >= 60.0:
                 self._journal_warned_at = now
                 logger.warning("the journal refused the service's heartbeat ({}); `kbwatch status` may call the "
                                "service stale until it takes writes again", exc)
-            self._journal_failing = True
         else:
-            if self._journal_failing:
-                self._journal_failing = False
-                self._journal_warned_at = float("-inf")
+            if self._journal_warned_at is not None:
+                self._journal_warned_at = None
                 logger.info("the journal takes the service's heartbeat again")
 
     # -- main loop -------------------------------------------------------------

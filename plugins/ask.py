@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from kbwatch.pipeline import __version__, confine, hookimpl
-from kbwatch.pipeline.context_record import pack_labels, pack_status  # noqa: F401 (pack_status: for older callers)
+from kbwatch.pipeline.context_record import pack_labels
 from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
 from kbwatch.plugins.retrieval.navigation import open_index
 

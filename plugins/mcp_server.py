@@ -160,10 +160,6 @@ class _StdinLines:
             yield mend_line(line)
 
 
-def _stdin_lines() -> _StdinLines:
-    return _StdinLines()
-
-
 def bad_arguments(tool: str, error) -> str:
     """One sentence for a pydantic ``ValidationError`` of a tool's arguments: each argument and
     what was wrong with it (never the value given: it is the caller's data)."""
@@ -225,7 +221,7 @@ def build_server(knowledge):
         async def run_stdio_async(self) -> None:
             from mcp.server.stdio import stdio_server
 
-            async with stdio_server(stdin=_stdin_lines()) as (read_stream, write_stream):
+            async with stdio_server(stdin=_StdinLines()) as (read_stream, write_stream):
                 await self._lowlevel_server.run(read_stream, write_stream,
                                                 self._lowlevel_server.create_initialization_options())
 

@@ -98,8 +98,8 @@ def kb_parse(path, ext, settings):
         if match:
             title = match.group(1).strip()
     # a large body is returned as is (no copy to add the final newline: parsed/ adds it or keeps its own)
-    doc = ParsedDocument(markdown=body if large or not body else body + "\n",
-                         parser="table" if ext in TABLE_EXTS else "text", title=title)
+    # (the core names the document after the parser that claimed the extension: "text" or "table")
+    doc = ParsedDocument(markdown=body if large or not body else body + "\n", title=title)
     doc.metadata["encoding"] = encoding
     if not body or body.isspace():
         doc.warnings.append("the document has no text")

@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from kbwatch.pipeline import confine
 
-from .chunker import iter_chunks
+from .chunker import ANCHOR_HINTS, iter_chunks
 from .pack import PREAMBLE_EN, PREAMBLE_ZH, escape_attr, neutralize_fence, new_run_id, run_status_for
 
 NOT_FOUND = ("当前知识库未找到相关内容。请据此回答“未找到”，不要编造，也不要要求用户提供文章。\n"
@@ -225,11 +225,6 @@ def _marker_spans(lines: list[str], kind: str, value: str) -> list[tuple[int, in
     return spans
 
 
-# what a chunk anchor of each kind comes from (chunker.MARKER_RE, chunker.SHEET_HEADING_RE)
-_KIND_HINT = {"page": re.compile(r"<!--\s*page", re.I), "slide": re.compile(r"<!--\s*slide", re.I),
-              "sheet": re.compile(r"<!--\s*sheet|sheet\s*[:：]", re.I)}
-
-
 def read_citation(project: Path, citation: str) -> dict:
     """``{"path", "anchor", "start_line", "end_line", "lines", "truncated"}`` of a citation in ``project``;
     raises :class:`CitationError` for anything outside the project's parsed files."""
@@ -291,7 +286,7 @@ def read_citation(project: Path, citation: str) -> dict:
             raise CitationError(f"citation {_shown(citation)}: unknown location ({loc})")
         kind, value = lm2.group(1), lm2.group(2)
         spans = _marker_spans(lines, kind, value)
-        hint = _KIND_HINT.get(kind.rstrip("s").lower())
+        hint = ANCHOR_HINTS.get(kind.rstrip("s").lower())
         if not spans and hint is not None and hint.search(text):
             # the chunker's anchors (page ranges, sheet headings the markers above miss); a chunk
             # anchor of a kind needs a marker of that kind, so a document without one (a 50 MB text

@@ -28,6 +28,10 @@ HEADER_COMMENT_RE = re.compile(r"^\s*<!--\s*[\w.-]+\s*:.*-->\s*$")
 MARKER_RE = re.compile(r"^\s*<!--\s*(page|slide|sheet)\s*:\s*(.*?)\s*-->\s*$", re.IGNORECASE)
 HEADING_RE = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 SHEET_HEADING_RE = re.compile(r"^sheet\s*[:：]\s*(.+)$", re.IGNORECASE)
+# what must occur somewhere in a text for a chunk anchor of each kind (MARKER_RE, SHEET_HEADING_RE): a
+# text without it has no chunk anchored on that kind, and need not be chunked to find one
+ANCHOR_HINTS = {"page": re.compile(r"<!--\s*page", re.I), "slide": re.compile(r"<!--\s*slide", re.I),
+                "sheet": re.compile(r"<!--\s*sheet|sheet\s*[:：]", re.I)}
 FENCE_RE = re.compile(r"^ {0,3}(```|~~~)")
 COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 

@@ -5,7 +5,11 @@ of N long-lived worker processes (started lazily, or all at once in the
 background by ``prestart``) and blocks the calling thread until it returns.
 A call that overruns its timeout gets its worker killed (SIGKILL) and
 replaced, and raises :class:`PermanentError` ``reason="timeout"``; a worker
-that dies (segfault, out of memory) raises ``reason="crashed"``. Each worker
+that dies (segfault, out of memory) raises ``reason="crashed"``, and one that
+someone stopped (SIGTERM, SIGINT, SIGHUP) a :class:`TransientError`
+``reason="stopped"`` (the task runs again). Each worker leads a process group
+of its own: killing it kills the programs its task started (pandoc, tesseract,
+soffice), and a signal to the service's group (Ctrl-C) does not reach it. Each worker
 caps its address space (``RLIMIT_AS``) and is recycled after ``max_tasks``
 calls or when its memory grows past 3/4 of the cap. Workers are spawned (the
 parent runs threads), or forked from a forkserver template that imported the
@@ -53,11 +57,33 @@ def ended(proc) -> str:
     return f"exit code {code}"
 
 
+# signals that stop a process rather than report a fault in it (someone stopping everything, a
+# terminal's Ctrl-C reaching the group it was started in)
+_STOP_SIGNALS = frozenset({-signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP})
+
+
+def _died(w: "_Worker") -> StageError:
+    """The error of a task whose worker ended under it: a worker that was stopped by a signal is
+    a transient failure (the task runs again in another worker), any other end is a crash (the
+    file is at fault: a segfault, the memory cap, the kernel's OOM killer)."""
+    how = ended(w.proc)
+    if w.proc.exitcode in _STOP_SIGNALS:
+        return TransientError(f"the {w.name} was stopped ({how}); its task is taken again", reason="stopped")
+    return PermanentError(f"the {w.name} crashed ({how})", reason="crashed")
+
+
 def _log_warning(message, category, filename, lineno, file=None, line=None) -> None:
     logger.debug("{}: {} ({}:{})", category.__name__, message, os.path.basename(filename), lineno)
 
 
 def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None, kind: str = "parse") -> None:
+    # a process group of its own, which the programs a parser starts (pandoc, tesseract, soffice)
+    # join: a worker killed for overrunning its timeout takes them with it (_Worker.kill), where
+    # killing the worker alone left a hung helper running for ever, one more with each such file
+    try:
+        os.setpgid(0, 0)
+    except OSError:  # pragma: no cover - not permitted here (already a session leader)
+        pass
     if memory_mb > 0:
         try:
             import resource
@@ -151,6 +177,15 @@ class _Worker:
                 raise PermanentError(f"the {self.name} did not start in time", reason="crashed")
 
     def kill(self) -> None:
+        """SIGKILL the worker and its process group: the programs its task started go with it
+        (the worker is not reaped yet, so its pid, the group's id, cannot have been reused)."""
+        pid = self.proc.pid
+        if pid is not None and self.proc.exitcode is None:
+            try:
+                if os.getpgid(pid) == pid:  # (until the worker's first line ran it is in ours)
+                    os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
         try:
             self.proc.kill()
         except Exception:
@@ -356,16 +391,12 @@ class WorkerPool:
                     except (EOFError, OSError):
                         if self._closed:
                             raise TransientError("the service is shutting down", reason="shutdown") from None
-                        raise PermanentError(
-                            f"the {w.name} crashed ({ended(w.proc)})", reason="crashed"
-                        ) from None
+                        raise _died(w) from None
                     break
                 if not w.proc.is_alive():
                     if self._closed:
                         raise TransientError("the service is shutting down", reason="shutdown")
-                    raise PermanentError(
-                        f"the {w.name} crashed ({ended(w.proc)})", reason="crashed"
-                    )
+                    raise _died(w)
                 if self._closed:
                     raise TransientError("the service is shutting down", reason="shutdown")
                 if deadline is not None and time.monotonic() >= deadline:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 from conftest import ingest, read_manifest
 
 SLOW_PLUGIN = '''
@@ -12,7 +16,7 @@ from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 @hookimpl
 def kb_parser_info():
     return [ParserInfo(name="slow", extensions=(".slow",)), ParserInfo(name="hog", extensions=(".hog",)),
-            ParserInfo(name="crash", extensions=(".crash",))]
+            ParserInfo(name="crash", extensions=(".crash",)), ParserInfo(name="helper", extensions=(".helper",))]
 
 @hookimpl
 def kb_parse(path, ext, settings):
@@ -26,6 +30,11 @@ def kb_parse(path, ext, settings):
     if ext == ".crash":
         import os, signal
         os.kill(os.getpid(), signal.SIGSEGV)
+    if ext == ".helper":  # a parser whose helper program hangs (pandoc, tesseract, soffice …)
+        import pathlib, subprocess
+        helper = subprocess.Popen(["sleep", "600"])
+        pathlib.Path(path.read_text().strip()).write_text(str(helper.pid))
+        helper.wait()
     return None
 '''
 
@@ -48,6 +57,35 @@ def test_timeout_kills_the_worker_and_the_next_file_still_parses(project):
     assert "longer than 3 s" in failed["error"] and "killed" in failed["error"]
     assert (project / "sources" / "stuck.slow").exists()
     assert (project / "parsed" / "fine.md").read_text().endswith("quick enough\n")
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` is a process that has not ended (a zombie has ended: in a container,
+    the init that inherits an orphan may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_timeout_kills_the_helper_programs_the_parser_started(project, tmp_path):
+    _setup(project)
+    pid_file = tmp_path / "helper.pid"
+    (project / "sources" / "hangs.helper").write_text(str(pid_file))
+    totals, runs = ingest(project.parent)
+    assert totals == {"failed": 1}
+    assert "longer than 3 s" in runs[0]["error"]
+    pid = int(pid_file.read_text())
+    try:
+        for _ in range(50):  # SIGKILL is delivered at once; the process may take a moment to go
+            if not _running(pid):
+                break
+            time.sleep(0.1)
+        assert not _running(pid), "the parser's helper program outlived the worker that was killed"
+    finally:
+        if _running(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_memory_cap_and_crash_fail_cleanly(project):

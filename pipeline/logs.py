@@ -82,19 +82,64 @@ def log_file_for(settings: dict | None) -> Path:
     return Path(tempfile.gettempdir()) / f"kbwatch-{uid}" / LOG_NAME
 
 
+class QuietFile:
+    """loguru's own file sink (the configured rotation and retention), which says so once when it
+    cannot write, instead of loguru printing a traceback to stderr for every line it drops: on a
+    full disk that was a traceback a line, thousands of them, in the journal of the service's
+    unit. It says so again at most once a minute while the trouble lasts, and once more when the
+    log file takes lines again."""
+
+    REPEAT_SECONDS = 60.0
+
+    def __init__(self, sink):
+        self._sink = sink
+        self._failing_since: float | None = None
+        self._said_at = 0.0
+        self._dropped = 0
+
+    @classmethod
+    def open(cls, path: Path, rotation, retention) -> "QuietFile | None":
+        """One over loguru's ``FileSink``, or None when this loguru has no such class (then the
+        path itself is the sink, as loguru documents)."""
+        try:
+            from loguru._file_sink import FileSink  # not public: checked, with a fallback
+        except ImportError:  # pragma: no cover - another loguru
+            return None
+        return cls(FileSink(str(path), rotation=rotation, retention=retention, encoding="utf-8"))
+
+    def write(self, message) -> None:
+        try:
+            self._sink.write(message)
+        except OSError as exc:
+            import time
+
+            now = time.monotonic()
+            self._dropped += 1
+            if self._failing_since is None or now - self._said_at >= self.REPEAT_SECONDS:
+                self._failing_since = self._failing_since or now
+                self._said_at = now
+                sys.stderr.write(f"kbwatch: cannot write the log file: {exc.strerror or exc}; "
+                                 f"its lines are dropped until it can ({self._dropped} so far)\n")
+            return
+        if self._failing_since is not None:
+            self._failing_since = None
+            sys.stderr.write(f"kbwatch: the log file takes lines again ({self._dropped} dropped)\n")
+            self._dropped = 0
+
+    def stop(self) -> None:
+        try:
+            self._sink.stop()
+        except OSError:
+            pass
+
+
 def _file_sink(path: Path, level: str | int, rotation, retention, verbose: bool) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
-    return logger.add(
-        path,
-        level=level,
-        rotation=rotation,
-        retention=retention,
-        enqueue=False,
-        encoding="utf-8",
-        format=_file_format,
-        backtrace=verbose,
-        diagnose=verbose,
-    )
+    sink = QuietFile.open(path, rotation, retention)
+    options = dict(level=level, enqueue=False, format=_file_format, backtrace=verbose, diagnose=verbose)
+    if sink is None:
+        return logger.add(path, rotation=rotation, retention=retention, encoding="utf-8", **options)
+    return logger.add(sink, colorize=False, **options)
 
 
 def setup_logging(settings: dict | None, state: Path | None, verbose: bool = False, quiet: bool = False) -> None:

@@ -165,5 +165,12 @@ def test_the_service_survives_its_state_dir_on_a_full_disk(tmp_path):
         finally:
             code, _ = svc.terminate()
         assert code == 0
+        # the log file on the full disk: one line said so, not loguru's traceback for each line dropped
+        said = svc.log()
+        assert "Logging error in Loguru" not in said and "Traceback" not in said, said[-3000:]
+        assert 1 <= said.count("cannot write the log file") <= 2, said[-3000:]
+        assert "the log file takes lines again" in said
+        logged = (state / "logs" / "kbwatch.log").read_text(encoding="utf-8")
+        assert "kbwatch stopping" in logged  # written once there was room
     finally:
         _umount(disk)

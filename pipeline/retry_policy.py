@@ -19,8 +19,6 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-import tenacity
-
 from kbwatch.pipeline.errors import DISK_FULL, TransientError
 
 RETRYABLE_IN_RUN = 3  # quick attempts inside one run before the journal takes over
@@ -43,6 +41,8 @@ def retry_transient(fn: Callable[[], Any], settings: dict) -> Any:
     attempts = min(RETRYABLE_IN_RUN, r["max_attempts"])
     if attempts <= 1:
         return fn()
+    import tenacity  # (here, not at import: a command that meets no transient failure never needs it)
+
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(TransientError),
         wait=tenacity.wait_exponential_jitter(multiplier=min(0.2, r["backoff_initial_seconds"]), max=min(5.0, r["backoff_max_seconds"])),

@@ -16,15 +16,10 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import smtplib
 import socket
 import threading
 import time
-import urllib.error
-import urllib.request
-from email.message import EmailMessage
 
-import tenacity
 from loguru import logger
 
 from kbwatch.pipeline import hookimpl
@@ -91,7 +86,12 @@ def mail_body(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# smtplib, email, urllib.request and tenacity are imported where a notification is sent: every
+# command registers this plugin, and those imports were a tenth of a command's start-up
+
 def post_webhook(url: str, summary: dict, timeout: float) -> None:
+    import urllib.request
+
     body = json.dumps(summary, ensure_ascii=False).encode("utf-8")
     req = urllib.request.Request(url, data=body, method="POST",
                                  headers={"Content-Type": "application/json; charset=utf-8", "User-Agent": "kbwatch"})
@@ -100,6 +100,9 @@ def post_webhook(url: str, summary: dict, timeout: float) -> None:
 
 
 def send_mail(cfg: dict, summary: dict) -> None:
+    import smtplib
+    from email.message import EmailMessage
+
     msg = EmailMessage()
     msg["Subject"] = subject_of(summary)
     msg["From"] = cfg["mail_from"]
@@ -168,6 +171,11 @@ class Notifier:
                 self.send(project, runs, self.cfg["max_attempts"])
 
     def send(self, project: str, runs: list, attempts: int) -> None:
+        import smtplib
+        import urllib.error
+
+        import tenacity
+
         summary = summarize(project, runs, self.page)
         for name, deliver in self.destinations():
             retrying = tenacity.Retrying(

@@ -292,6 +292,16 @@ _PAT_NEEDLES = tuple(k + c for k in ("pat", "PAT", "Pat") for c in ("=", ":", " 
 _HASH_NEEDLES = ("$1$", "$2", "$5$", "$6$", "$apr1$", "$8$", "$9$", "$7$", "$y$", "$argon2")
 _ENV_NEEDLES = ("getenv", "environ.get", "env.get", "process.env", "ENV.fetch", "ENV[")
 _EXTRA_NEEDLES = frozenset(_CRED_CALL_NEEDLES + _PAT_NEEDLES + _HASH_NEEDLES + _ENV_NEEDLES + (" login ", "#define", "%define", "'*", '"*'))
+# which provider rules (indexes into PROVIDERS) each gate string opens, and the rules without gates:
+# a text's present gates choose the rules to run, instead of a test of every rule's gates per text
+_GATED_PROVIDERS: dict[str, list[int]] = {}
+for _i, (_rule, *_) in enumerate(PROVIDERS):
+    for _g in PROVIDER_GATES.get(_rule, ()):
+        _GATED_PROVIDERS.setdefault(_g, []).append(_i)
+_UNGATED_PROVIDERS = frozenset(i for i, (rule, *_) in enumerate(PROVIDERS) if PROVIDER_GATES.get(rule) is None)
+# the per-text needle memo's keys of _EXTRA_NEEDLES (see scan_text), made once
+_EXTRA_LIST = tuple(sorted(_EXTRA_NEEDLES))
+_EXTRA_KEYS = tuple((x, True) for x in _EXTRA_LIST)
 _SHORT_GATES = frozenset(x for x in _ALL_GATES if len(x) == 1)  # ":", "|": tested with `in`, not reported at every occurrence
 try:  # the gates present in a text, found in one C pass (pyahocorasick) instead of one `in` test per gate
     import ahocorasick as _ahocorasick
@@ -769,15 +779,17 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             add("secret.private-key", "high", m.start(1), m.end(1), "private key block (base64-encoded PEM)")
     rejected: list[tuple[int, int]] = []  # provider-shaped values judged to be dummies
     present = _present_gates(text)
-    for x in _EXTRA_NEEDLES:
-        memo[(x, True)] = x in present
+    memo.update(zip(_EXTRA_KEYS, map(present.__contains__, _EXTRA_LIST)))
     if _DISCORD_GATE.search(text):
         present.add(".x.")
-    for rule, sev, pat, g in PROVIDERS:
+    # the rules some present gate opens (or that have none), in PROVIDERS order
+    chosen = set(_UNGATED_PROVIDERS)
+    for x in present:
+        chosen.update(_GATED_PROVIDERS.get(x, ()))
+    long_text = len(text) > _WHOLE_TEXT_MAX
+    for i in sorted(chosen):
+        rule, sev, pat, g = PROVIDERS[i]
         gates = PROVIDER_GATES.get(rule)
-        if gates is not None and present.isdisjoint(gates):
-            continue
-        long_text = len(text) > _WHOLE_TEXT_MAX
         for m in _provider_matches(pat, text, tuple(x for x in gates if x in present) if long_text and gates else None):
             tok = m.group(g)
             if rule == "secret.ntlm-auth-message":  # zero bytes of the message are "AAAA" runs: no placeholder test

@@ -154,6 +154,40 @@ def test_zip_bomb_and_entities_refused(report_docx, tmp_path):
     assert err.value.reason == "corrupt" and "entit" in err.value.message
 
 
+def _with_document_xml(src_docx, out, data: bytes):
+    with zipfile.ZipFile(src_docx) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            dst.writestr(item, data if item.filename == "word/document.xml" else src.read(item))
+    return out
+
+
+@pytest.mark.parametrize("how", ["long-comment", "utf-16", "long-pi"])
+def test_entities_hidden_past_the_first_4_kb_or_in_utf16_are_refused(report_docx, tmp_path, how):
+    """The prolog is read as an XML parser reads it: a long comment or processing instruction before
+    the DOCTYPE, or a part in UTF-16, got past the old look at the first 4 KB for b"<!ENTITY"."""
+    with zipfile.ZipFile(report_docx) as z:
+        body = z.read("word/document.xml").split(b"?>", 1)[1]
+    dtd = b'<!DOCTYPE d [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+    if how == "long-comment":
+        data = b'<?xml version="1.0"?><!--' + b"padding " * 2000 + b"-->" + dtd + body
+    elif how == "long-pi":
+        data = b'<?xml version="1.0"?><?pad ' + b"x" * 20000 + b"?>" + dtd + body
+    else:
+        data = ('<?xml version="1.0" encoding="UTF-16"?>' + dtd.decode() + body.decode("utf-8")).encode("utf-16")
+    with pytest.raises(PermanentError) as err:
+        parse(_with_document_xml(report_docx, tmp_path / f"{how}.docx", data))
+    assert err.value.reason == "corrupt" and "entit" in err.value.message
+
+
+def test_a_megabyte_before_the_first_element_is_refused(report_docx, tmp_path):
+    with zipfile.ZipFile(report_docx) as z:
+        body = z.read("word/document.xml").split(b"?>", 1)[1]
+    data = b'<?xml version="1.0"?><!--' + b"x" * (2 << 20) + b"-->" + body
+    with pytest.raises(PermanentError) as err:
+        parse(_with_document_xml(report_docx, tmp_path / "padded.docx", data))
+    assert err.value.reason == "corrupt" and "before its first element" in err.value.message
+
+
 def test_not_a_zip_docx(tmp_path):
     f = tmp_path / "fake.docx"
     f.write_bytes(b"this is not a word file")

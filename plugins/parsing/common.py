@@ -90,14 +90,100 @@ def check_zip_container(path: Path, settings: Any, kind: str) -> None:
                 continue
             try:
                 with zf.open(info) as member:
-                    start = member.read(4096)
+                    found = prolog_declaration(member, doctype_allowed=kind not in ("docx", "pptx", "xlsx"))
+            except PrologTooLong:
+                raise PermanentError(f"{name}: part {info.filename} has over {PROLOG_MAX_CHARS // 1024} K characters "
+                                     "before its first element (refused: a declaration could hide there)",
+                                     reason="corrupt") from None
             except Exception as exc:
                 raise PermanentError(f"{name}: part {info.filename} cannot be read ({exc})", reason="corrupt")
-            if b"<!ENTITY" in start.upper() or (b"<!DOCTYPE" in start.upper() and kind in ("docx", "pptx", "xlsx")):
+            if found:
                 raise PermanentError(
-                    f"{name}: part {info.filename} declares XML entities (refused: entity-expansion risk)",
-                    reason="corrupt",
-                )
+                    f"{name}: part {info.filename} {found} (refused: entity-expansion risk)", reason="corrupt")
+
+
+# An XML part declares entities only in its prolog (before the root element), inside a DOCTYPE's
+# internal subset. The prolog is read as XML reads it (its encoding from the BOM or the first bytes;
+# comments and processing instructions skipped whole), not as a fixed number of bytes: a long
+# comment before the DOCTYPE, or a part in UTF-16, got past a look at the first 4 KB for "<!ENTITY".
+PROLOG_MAX_CHARS = 1 << 20
+
+
+class PrologTooLong(ValueError):
+    """More than PROLOG_MAX_CHARS characters before an XML part's first element."""
+
+
+def _xml_codec(head: bytes) -> str:
+    """The encoding an XML parser reads ``head`` in (XML 1.0 appendix F): a BOM, or the pattern of
+    the first ``<``; anything else is read as Latin-1, in which every ASCII-compatible encoding's
+    markup characters are themselves."""
+    for bom, codec in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                       (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if head.startswith(bom):
+            return codec
+    for start, codec in ((b"<\0\0\0", "utf-32-le"), (b"\0\0\0<", "utf-32-be"), (b"<\0", "utf-16-le"), (b"\0<", "utf-16-be")):
+        if head.startswith(start):
+            return codec
+    return "latin-1"
+
+
+def prolog_declaration(stream, doctype_allowed: bool) -> str | None:
+    """What an XML part's prolog declares that kbwatch refuses, or None: a DOCTYPE (unless
+    ``doctype_allowed``: EPUB's XHTML has ``<!DOCTYPE html>``), and any DOCTYPE with an internal
+    subset (``[…]``: where entities are declared). Reads ``stream`` (a binary file) only up to the
+    root element's ``<``; raises :class:`PrologTooLong` past ``PROLOG_MAX_CHARS``. A prolog that is
+    not well-formed is left to the parser, which refuses it."""
+    first = stream.read(4096)
+    decoder = codecs.getincrementaldecoder(_xml_codec(first))("replace")
+    buf = decoder.decode(first)
+    done = not first
+    i = 0
+
+    def more() -> bool:
+        nonlocal buf, done
+        if done:
+            return False
+        if len(buf) > PROLOG_MAX_CHARS:
+            raise PrologTooLong()
+        chunk = stream.read(65536)
+        buf += decoder.decode(chunk, final=not chunk)
+        done = not chunk
+        return True
+
+    while True:
+        while i < len(buf) and buf[i] in " \t\r\n":
+            i += 1
+        if len(buf) - i < 9 and more():
+            continue
+        if buf.startswith("<?", i) or buf.startswith("<!--", i):
+            end = buf.find("?>" if buf[i + 1] == "?" else "-->", i + 2)
+            if end < 0:
+                if more():
+                    continue
+                return None
+            i = end + (2 if buf[i + 1] == "?" else 3)
+        elif buf[i:i + 9].upper() == "<!DOCTYPE":
+            j, quote = i + 9, ""
+            while True:  # to the DOCTYPE's end: ">" or "[" outside its quoted literals
+                if j >= len(buf):
+                    if more():
+                        continue
+                    return None
+                c = buf[j]
+                if quote:
+                    quote = "" if c == quote else quote
+                elif c in "'\"":
+                    quote = c
+                elif c == "[":
+                    return "declares XML entities (a DOCTYPE with an internal subset)"
+                elif c == ">":
+                    break
+                j += 1
+            if not doctype_allowed:
+                return "declares a DOCTYPE"
+            i = j + 1
+        else:
+            return None  # the root element (or something no parser accepts)
 
 
 # --------------------------------------------------------------------------- text

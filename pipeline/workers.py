@@ -23,7 +23,9 @@ import gc
 import multiprocessing as mp
 import os
 import queue
+import shutil
 import signal
+import tempfile
 import threading
 import time
 import traceback
@@ -62,12 +64,28 @@ def ended(proc) -> str:
 _STOP_SIGNALS = frozenset({-signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP})
 
 
+def _kill_group(pid: int | None) -> None:
+    """SIGKILL the process group a worker leads: what its task started (pandoc, soffice, tesseract).
+    Called before the worker is reaped, or when it was reaped with members of its group left: the
+    kernel gives no process a pid still in use as a group's id. A worker that had not made its
+    group yet leaves none to find (ESRCH)."""
+    if pid is None:
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def _died(w: "_Worker") -> StageError:
     """The error of a task whose worker ended under it: a worker that was stopped by a signal is
     a transient failure (the task runs again in another worker), any other end is a crash (the
-    file is at fault: a segfault, the memory cap, the kernel's OOM killer)."""
+    file is at fault: a segfault, the memory cap, the kernel's OOM killer). Either way the programs
+    its task started go with it."""
+    _kill_group(w.proc.pid)
     how = ended(w.proc)
     if w.proc.exitcode in _STOP_SIGNALS:
+        logger.warning("the {} was stopped ({}); its task is taken again", w.name, how)
         return TransientError(f"the {w.name} was stopped ({how}); its task is taken again", reason="stopped")
     return PermanentError(f"the {w.name} crashed ({how})", reason="crashed")
 
@@ -76,7 +94,8 @@ def _log_warning(message, category, filename, lineno, file=None, line=None) -> N
     logger.debug("{}: {} ({}:{})", category.__name__, message, os.path.basename(filename), lineno)
 
 
-def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None, kind: str = "parse") -> None:
+def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None, kind: str = "parse",
+                 tmp: str | None = None) -> None:
     # a process group of its own, which the programs a parser starts (pandoc, tesseract, soffice)
     # join: a worker killed for overrunning its timeout takes them with it (_Worker.kill), where
     # killing the worker alone left a hung helper running for ever, one more with each such file
@@ -84,6 +103,12 @@ def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None, kind: 
         os.setpgid(0, 0)
     except OSError:  # pragma: no cover - not permitted here (already a session leader)
         pass
+    # SIGINT ends a worker as SIGTERM does (no KeyboardInterrupt: exit code 1 read as a crash, and
+    # a traceback on the terminal): the pool reads either as "stopped" and runs the task again
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if tmp:  # its temporary files, and its helper programs', in a folder removed when it ends
+        os.environ["TMPDIR"] = tmp
+        tempfile.tempdir = tmp
     if memory_mb > 0:
         try:
             import resource
@@ -115,7 +140,9 @@ def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None, kind: 
     while True:
         try:
             msg = conn.recv()
-        except (EOFError, OSError):
+        except (EOFError, OSError):  # the service is gone (even SIGKILLed): nobody else removes it
+            if tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
             return
         if msg is None:
             return
@@ -151,8 +178,15 @@ class _Worker:
         ctx = ctx or _CTX
         self.name = _KINDS[kind][0]
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, memory_mb, warmup, kind), daemon=True)
-        self.proc.start()
+        # a private temporary folder (0700, a random name): what a killed task leaves there (an OCR
+        # page image, soffice's output folder) is removed with the worker (_forget_tmp)
+        self.tmp = tempfile.mkdtemp(prefix="kbwatch-worker-")
+        self.proc = ctx.Process(target=_worker_main, args=(child, memory_mb, warmup, kind, self.tmp), daemon=True)
+        try:
+            self.proc.start()
+        except BaseException:
+            self._forget_tmp()
+            raise
         child.close()
         self.tasks = 0
         self.ready = False
@@ -177,15 +211,8 @@ class _Worker:
                 raise PermanentError(f"the {self.name} did not start in time", reason="crashed")
 
     def kill(self) -> None:
-        """SIGKILL the worker and its process group: the programs its task started go with it
-        (the worker is not reaped yet, so its pid, the group's id, cannot have been reused)."""
-        pid = self.proc.pid
-        if pid is not None and self.proc.exitcode is None:
-            try:
-                if os.getpgid(pid) == pid:  # (until the worker's first line ran it is in ours)
-                    os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        """SIGKILL the worker and its process group: the programs its task started go with it."""
+        _kill_group(self.proc.pid)
         try:
             self.proc.kill()
         except Exception:
@@ -195,6 +222,10 @@ class _Worker:
             self.conn.close()
         except Exception:
             pass
+        self._forget_tmp()
+
+    def _forget_tmp(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def stop(self) -> None:
         try:
@@ -204,6 +235,8 @@ class _Worker:
         self.proc.join(timeout=2)
         if self.proc.is_alive():
             self.kill()
+        else:
+            self._forget_tmp()
 
 
 class WorkerPool:

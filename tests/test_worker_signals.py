@@ -1,14 +1,17 @@
-"""How worker processes meet signals (kbwatch.pipeline.workers).
+"""How worker processes meet signals and end (kbwatch.pipeline.workers).
 
-Real spawned worker processes. A worker leads a process group of its own, so a signal sent to
-the service's group (a terminal's Ctrl-C) does not reach it, and a worker killed for a timeout
-takes the programs its task started with it (tests/test_bounds.py shows that end to end). A
-worker that someone stops with SIGTERM fails its task as transient, to be run again, not as a
-crash that blames the file.
+Real spawned worker processes, real helper programs (``sleep`` standing in for a hung pandoc,
+tesseract or soffice). A worker leads a process group of its own, so a signal sent to the
+service's group (a terminal's Ctrl-C) does not reach it, and a worker that ends under its task,
+killed for a timeout or stopped by someone, takes the programs its task started with it, and its
+private temporary folder (tests/test_bounds.py shows the timeout end to end). A worker that
+someone stops with SIGTERM, SIGINT or SIGHUP fails its task as transient, to be run again, not
+as a crash that blames the file.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -18,6 +21,53 @@ import pytest
 
 from kbwatch.pipeline.errors import PermanentError, TransientError
 from kbwatch.pipeline.workers import WorkerPool
+
+# run in a worker: start a helper program, leave a file in a temporary folder, then hang
+HANGS = """
+import json, os, subprocess, tempfile, time
+helper = subprocess.Popen(["sleep", "600"])
+left = tempfile.mkdtemp(prefix="page-")
+open(os.path.join(left, "page.png"), "wb").write(b"x" * 1024)
+open({out!r}, "w").write(json.dumps([helper.pid, left, os.environ.get("TMPDIR", "")]))
+time.sleep(120)
+"""
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` has not ended (a zombie has: an orphan's init may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _when_written(out, then) -> threading.Thread:
+    def wait():
+        deadline = time.monotonic() + 60
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        then()
+
+    t = threading.Thread(target=wait, daemon=True)
+    t.start()
+    return t
+
+
+def _gone(helper: int, left: str, private: str) -> None:
+    assert private and os.path.basename(private).startswith("kbwatch-worker-")
+    assert left.startswith(private + os.sep), (left, private)  # the task's temporary files were in it
+    for _ in range(50):
+        if not _running(helper):
+            break
+        time.sleep(0.1)
+    try:
+        assert not _running(helper), "the helper program outlived its worker"
+    finally:
+        if _running(helper):
+            os.kill(helper, signal.SIGKILL)
+    assert not os.path.exists(private), "the worker's temporary folder was left behind"
 
 
 def test_a_worker_leads_a_process_group_of_its_own():
@@ -30,42 +80,58 @@ def test_a_worker_leads_a_process_group_of_its_own():
         pool.close()
 
 
-def _stop_when_busy(pool: WorkerPool, sig: int) -> threading.Thread:
-    def stop():
-        deadline = time.monotonic() + 60
-        while not pool._busy and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # the task has started
-        os.kill(next(iter(pool._busy)).proc.pid, sig)
-
-    t = threading.Thread(target=stop, daemon=True)
-    t.start()
-    return t
-
-
-def test_a_worker_stopped_by_sigterm_fails_its_task_as_transient_and_the_next_runs():
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_worker_someone_stops_fails_its_task_as_transient_and_takes_its_helpers(tmp_path, sig):
     pool = WorkerPool(1)
     try:
-        pool.call(os.getpid, timeout=60)  # started and warm
-        stopper = _stop_when_busy(pool, signal.SIGTERM)
+        worker = pool.call(os.getpid, timeout=60)  # started and warm
+        out = tmp_path / "started.json"
+        stopper = _when_written(out, lambda: os.kill(worker, sig))
         with pytest.raises(TransientError) as caught:
-            pool.call(time.sleep, 30, timeout=60)
+            pool.call(exec, HANGS.format(out=str(out)), timeout=60)
         stopper.join()
         assert caught.value.reason == "stopped"
-        assert "SIGTERM" in caught.value.message
-        assert pool.call(sum, [1, 2, 3], timeout=60) == 6
+        assert sig.name in caught.value.message
+        _gone(*json.loads(out.read_text()))
+        assert pool.call(sum, [1, 2, 3], timeout=60) == 6  # a new worker takes the next task
     finally:
         pool.close()
 
 
-def test_a_worker_killed_by_sigkill_is_still_a_crash():
+def test_a_timeout_kills_the_helpers_and_removes_the_temporary_folder(tmp_path):
     pool = WorkerPool(1)
     try:
         pool.call(os.getpid, timeout=60)
-        stopper = _stop_when_busy(pool, signal.SIGKILL)
+        out = tmp_path / "started.json"
         with pytest.raises(PermanentError) as caught:
-            pool.call(time.sleep, 30, timeout=60)
+            pool.call(exec, HANGS.format(out=str(out)), timeout=3)
+        assert caught.value.reason == "timeout"
+        _gone(*json.loads(out.read_text()))
+    finally:
+        pool.close()
+
+
+def test_a_worker_killed_by_sigkill_is_still_a_crash_and_its_helpers_go_too(tmp_path):
+    pool = WorkerPool(1)
+    try:
+        worker = pool.call(os.getpid, timeout=60)
+        out = tmp_path / "started.json"
+        stopper = _when_written(out, lambda: os.kill(worker, signal.SIGKILL))
+        with pytest.raises(PermanentError) as caught:
+            pool.call(exec, HANGS.format(out=str(out)), timeout=60)
         stopper.join()
         assert caught.value.reason == "crashed" and "SIGKILL" in caught.value.message
+        _gone(*json.loads(out.read_text()))
+    finally:
+        pool.close()
+
+
+def test_a_stopped_worker_removes_its_temporary_folder():
+    pool = WorkerPool(1, max_tasks=2)  # replaced after its second task: stopped, not killed
+    try:
+        private = pool.call(os.getenv, "TMPDIR", timeout=60)
+        assert os.path.isdir(private)
+        pool.call(os.getpid, timeout=60)  # its second task: stopped after it
+        assert not os.path.exists(private)
     finally:
         pool.close()

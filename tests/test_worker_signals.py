@@ -82,9 +82,16 @@ def test_a_worker_leads_a_process_group_of_its_own():
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_worker_someone_stops_fails_its_task_as_transient_and_takes_its_helpers(tmp_path, sig):
+    # a worker inherits what the service ignores (under `nohup` SIGHUP is ignored, and stays so in
+    # its workers, as it should): this worker starts from the default
+    before = signal.signal(sig, signal.SIG_DFL) if sig != signal.SIGINT else None
     pool = WorkerPool(1)
     try:
-        worker = pool.call(os.getpid, timeout=60)  # started and warm
+        try:
+            worker = pool.call(os.getpid, timeout=60)  # started (spawned now) and warm
+        finally:
+            if before is not None:
+                signal.signal(sig, before)
         out = tmp_path / "started.json"
         stopper = _when_written(out, lambda: os.kill(worker, sig))
         with pytest.raises(TransientError) as caught:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from loguru import logger
@@ -82,6 +83,29 @@ def log_file_for(settings: dict | None) -> Path:
     return Path(tempfile.gettempdir()) / f"kbwatch-{uid}" / LOG_NAME
 
 
+class Trouble:
+    """A trouble that goes on (a full disk, a journal refusing writes), said at most once every
+    ``every`` seconds while it lasts and once more when it ends: :meth:`failed` and :meth:`ended`
+    answer whether to say so now."""
+
+    def __init__(self, every: float = 60.0):
+        self.every = every
+        self._said_at: float | None = None  # when it was last said; None while there is no trouble
+
+    def failed(self) -> bool:
+        now = time.monotonic()
+        if self._said_at is None or now - self._said_at >= self.every:
+            self._said_at = now
+            return True
+        return False
+
+    def ended(self) -> bool:
+        if self._said_at is None:
+            return False
+        self._said_at = None
+        return True
+
+
 class QuietFile:
     """loguru's own file sink (the configured rotation and retention), which says so once when it
     cannot write, instead of loguru printing a traceback to stderr for every line it drops: on a
@@ -89,12 +113,9 @@ class QuietFile:
     unit. It says so again at most once a minute while the trouble lasts, and once more when the
     log file takes lines again."""
 
-    REPEAT_SECONDS = 60.0
-
     def __init__(self, sink):
         self._sink = sink
-        self._failing_since: float | None = None
-        self._said_at = 0.0
+        self._trouble = Trouble()
         self._dropped = 0
 
     @classmethod
@@ -111,18 +132,12 @@ class QuietFile:
         try:
             self._sink.write(message)
         except OSError as exc:
-            import time
-
-            now = time.monotonic()
             self._dropped += 1
-            if self._failing_since is None or now - self._said_at >= self.REPEAT_SECONDS:
-                self._failing_since = self._failing_since or now
-                self._said_at = now
+            if self._trouble.failed():
                 sys.stderr.write(f"kbwatch: cannot write the log file: {exc.strerror or exc}; "
                                  f"its lines are dropped until it can ({self._dropped} so far)\n")
             return
-        if self._failing_since is not None:
-            self._failing_since = None
+        if self._trouble.ended():
             sys.stderr.write(f"kbwatch: the log file takes lines again ({self._dropped} dropped)\n")
             self._dropped = 0
 

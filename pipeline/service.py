@@ -36,6 +36,7 @@ from kbwatch.pipeline.errors import ConfigError
 from kbwatch.pipeline.fsutil import display_path, make_state_dir
 from kbwatch.pipeline.heap import trim as trim_heap
 from kbwatch.pipeline.heap import tune as tune_heap
+from kbwatch.pipeline.logs import Trouble
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.project import discover_projects, folder_identity, refused_projects
 from kbwatch.pipeline.retry_policy import NEVER_GIVEN_UP
@@ -157,7 +158,7 @@ class WatchService:
         self.settings = kb.settings
         self.stop_event = threading.Event()
         self.stop_signal: int | None = None  # what request_stop (the signal handler) saw; the loop acts on it
-        self._journal_warned_at: float | None = None  # when a refused heartbeat was last warned about
+        self._journal_trouble = Trouble()  # the journal refusing the service's heartbeat
         self.runner = Runner(kb.root, kb.settings, kb.plugins, kb.journal)
         self.tracker = StabilityTracker(kb.settings["service"]["settle_seconds"], self._submit,
                                         kb.settings["service"]["locked_patience_seconds"])
@@ -367,14 +368,11 @@ class WatchService:
         try:
             write()
         except sqlite3.Error as exc:
-            now = time.monotonic()
-            if self._journal_warned_at is None or now - self._journal_warned_at >= 60.0:
-                self._journal_warned_at = now
+            if self._journal_trouble.failed():
                 logger.warning("the journal refused the service's heartbeat ({}); `kbwatch status` may call the "
                                "service stale until it takes writes again", exc)
         else:
-            if self._journal_warned_at is not None:
-                self._journal_warned_at = None
+            if self._journal_trouble.ended():
                 logger.info("the journal takes the service's heartbeat again")
 
     # -- main loop -------------------------------------------------------------

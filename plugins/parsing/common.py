@@ -113,18 +113,17 @@ class PrologTooLong(ValueError):
     """More than PROLOG_MAX_CHARS characters before an XML part's first element."""
 
 
-def _xml_codec(head: bytes) -> str:
-    """The encoding an XML parser reads ``head`` in (XML 1.0 appendix F): a BOM, or the pattern of
-    the first ``<``; anything else is read as Latin-1, in which every ASCII-compatible encoding's
-    markup characters are themselves."""
-    for bom, codec in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-                       (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+def _xml_codec(head: bytes) -> tuple[str, int]:
+    """The encoding an XML parser reads ``head`` in (XML 1.0 appendix F), and the length of its BOM:
+    a BOM (the text decoder's table, ``_BOMS``), or the pattern of the first ``<``; anything else is
+    read as Latin-1, in which every ASCII-compatible encoding's markup characters are themselves."""
+    for bom, codec in _BOMS:
         if head.startswith(bom):
-            return codec
+            return codec, len(bom)
     for start, codec in ((b"<\0\0\0", "utf-32-le"), (b"\0\0\0<", "utf-32-be"), (b"<\0", "utf-16-le"), (b"\0<", "utf-16-be")):
         if head.startswith(start):
-            return codec
-    return "latin-1"
+            return codec, 0
+    return "latin-1", 0
 
 
 def prolog_declaration(stream, doctype_allowed: bool) -> str | None:
@@ -134,8 +133,9 @@ def prolog_declaration(stream, doctype_allowed: bool) -> str | None:
     root element's ``<``; raises :class:`PrologTooLong` past ``PROLOG_MAX_CHARS``. A prolog that is
     not well-formed is left to the parser, which refuses it."""
     first = stream.read(4096)
-    decoder = codecs.getincrementaldecoder(_xml_codec(first))("replace")
-    buf = decoder.decode(first)
+    codec, bom = _xml_codec(first)
+    decoder = codecs.getincrementaldecoder(codec)("replace")
+    buf = decoder.decode(first[bom:])
     done = not first
     i = 0
 

@@ -9,7 +9,8 @@ that dies (segfault, out of memory) raises ``reason="crashed"``, and one that
 someone stopped (SIGTERM, SIGINT, SIGHUP) a :class:`TransientError`
 ``reason="stopped"`` (the task runs again). Each worker leads a process group
 of its own: killing it kills the programs its task started (pandoc, tesseract,
-soffice), and a signal to the service's group (Ctrl-C) does not reach it. Each worker
+soffice), and a signal to the service's group (Ctrl-C) does not reach it (it starts with SIGINT
+blocked, until it has left that group). Each worker
 caps its address space (``RLIMIT_AS``) and is recycled after ``max_tasks``
 calls or when its memory grows past 3/4 of the cap. Workers are spawned (the
 parent runs threads), or forked from a forkserver template that imported the
@@ -105,7 +106,11 @@ def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None, kind: 
         pass
     # SIGINT ends a worker as SIGTERM does (no KeyboardInterrupt: exit code 1 read as a crash, and
     # a traceback on the terminal): the pool reads either as "stopped" and runs the task again
+    # (the pool started it with SIGINT blocked, _started_without_sigint: a Ctrl-C while it started up
+    # is pending, and SIG_IGN discards it before it is unblocked)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if tmp:  # its temporary files, and its helper programs', in a folder removed when it ends
         os.environ["TMPDIR"] = tmp
         tempfile.tempdir = tmp
@@ -173,6 +178,24 @@ def _forkserver_context(preload: list[str]):
     return ctx
 
 
+def _started_without_sigint(proc) -> None:
+    """``proc.start()`` with SIGINT blocked in this thread, a mask the new process inherits (across
+    the spawn's exec, and through a forkserver started here). Until the worker has made its own
+    process group (~1 s into a spawned interpreter's start-up) it is in the service's, where a
+    terminal's Ctrl-C reaches it: it then died with a KeyboardInterrupt traceback. Blocked, the
+    signal waits, and ``_worker_main`` discards it once the worker is out of that group."""
+    from multiprocessing import resource_tracker
+
+    # (started first: multiprocessing starts its resource tracker with SIGINT blocked, and then
+    # unblocks it, whatever the mask was; once running, start() only checks it is alive)
+    resource_tracker.ensure_running()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        proc.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 class _Worker:
     def __init__(self, memory_mb: int, warmup, ctx=None, kind: str = "parse"):
         ctx = ctx or _CTX
@@ -183,7 +206,7 @@ class _Worker:
         self.tmp = tempfile.mkdtemp(prefix="kbwatch-worker-")
         self.proc = ctx.Process(target=_worker_main, args=(child, memory_mb, warmup, kind, self.tmp), daemon=True)
         try:
-            self.proc.start()
+            _started_without_sigint(self.proc)
         except BaseException:
             self._forget_tmp()
             raise

@@ -142,3 +142,52 @@ def test_a_stopped_worker_removes_its_temporary_folder():
         assert not os.path.exists(private)
     finally:
         pool.close()
+
+
+
+# a service in a terminal: its process group gets a Ctrl-C (SIGINT to the group) while a worker starts
+STARTING = """
+import os, signal, sys
+from kbwatch.pipeline.workers import WorkerPool
+said = []
+signal.signal(signal.SIGINT, lambda *_: said.append(1))  # the service survives it (its own handler)
+pool = WorkerPool(1, preload={preload!r})
+print("starting", flush=True)
+try:
+    pid = pool.call(os.getpid, timeout=120)
+    print("worker", pid, os.getpgid(pid), "interrupts", len(said), flush=True)
+    sys.stdin.readline()  # until the test has stopped sending
+finally:
+    pool.close()
+"""
+
+
+@pytest.mark.parametrize("preload", [None, ["json"]], ids=["spawned", "forkserver"])
+def test_a_ctrl_c_while_a_worker_starts_up_does_not_reach_it(preload):
+    # until the worker has made its own group (~1 s into a spawned interpreter on a slow machine) it
+    # is in the service's, and a Ctrl-C there killed it ("crashed while starting", a traceback)
+    import select
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", STARTING.format(preload=preload)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "starting"
+        sent, line = 0, ""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)  # every 10 ms, from the worker's start to its first answer
+            sent += 1
+            if select.select([proc.stdout], [], [], 0.01)[0]:
+                line = proc.stdout.readline()
+                break
+        out, err = proc.communicate("done\n", timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, (sent, line, err)
+    assert "KeyboardInterrupt" not in err and "Traceback" not in err, err
+    words = line.split()
+    assert words[0] == "worker" and words[1] == words[2], line  # it came up, in a group of its own
+    assert int(words[4]) >= 1 and sent >= 5, (line, sent)  # the service's group did get the signals

@@ -131,14 +131,17 @@ def ingest(names, workers, verbose, quiet, progress, as_json, root, config_file)
         kb.settings["service"]["workers"] = workers
     show = sys.stderr.isatty() if progress is None else progress
     totals, runs = run_ingest(kb, list(names), progress=show and not as_json)
-    from kbwatch.pipeline.project import refused_projects
+    from kbwatch.pipeline.project import loose_files, no_projects_hint, refused_projects
 
     refused = [] if names else refused_projects(kb.root)  # a refused NAME already stopped with its reason
+    loose = None if names or refused or kb.projects() else loose_files(kb.root)
     summary = ", ".join(f"{totals.get(k, 0)} {k}" for k in ("done", "duplicate", "conflict", "failed"))
     if as_json:
         out = {"totals": {k: totals.get(k, 0) for k in ("done", "duplicate", "conflict", "failed")}, "runs": runs}
         if refused:
             out["refused_projects"] = [{"name": n, "reason": r} for n, r in refused]
+        if loose is not None:
+            out["no_projects"] = {"loose_files": loose, "hint": no_projects_hint(kb.root, loose)}
         click.echo(json.dumps(out, ensure_ascii=False))
     else:
         for name, reason in refused:
@@ -147,9 +150,12 @@ def ingest(names, workers, verbose, quiet, progress, as_json, root, config_file)
             if run["outcome"] in ("failed", "conflict"):
                 click.echo(printable(f"{run['outcome']}: {run['project']}/{run['source']}: {run['error'] or run['message']}"),
                            err=True)
+        if loose is not None:  # `ingest --root` on a plain folder of documents: say where they go
+            click.echo(printable(no_projects_hint(kb.root, loose)), err=True)
         click.echo(f"ingest: {summary}")
     kb.close()
-    sys.exit(EXIT_FAILED if totals.get("failed") or totals.get("conflict") or refused else EXIT_OK)
+    sys.exit(EXIT_FAILED if totals.get("failed") or totals.get("conflict") or refused or loose else EXIT_OK)
+
 
 
 # -- demo --------------------------------------------------------------------
@@ -261,6 +267,11 @@ def runs(project, outcome, limit, as_json, root, config_file):
         from rich.table import Column, Table
         from rich.text import Text
 
+        console = Console()
+        if console.width < NARROW_COLUMNS:  # (80 columns left ~8 for each column but the id: "sourc…")
+            _print_runs_narrow(console, rows)
+            kb.close()
+            return
         # whole run ids on one line, so they can be pasted into `retry`: the other columns fold
         id_width = max((len(r["run_id"]) for r in rows), default=3)
         run_column = Column("run", no_wrap=True, overflow="ignore", min_width=id_width)
@@ -268,8 +279,23 @@ def runs(project, outcome, limit, as_json, root, config_file):
         for r in rows:
             table.add_row(r["run_id"], *(Text(printable(v)) for v in (r["project"], r["source"])), r["outcome"],
                           Text(printable(r["error"] or "")), r["finished_at"] or "")
-        Console().print(table)
+        console.print(table)
     kb.close()
+
+
+NARROW_COLUMNS = 110  # below this a terminal gets `runs` as one block per run, not a table
+
+
+def _print_runs_narrow(console, rows: list[dict]) -> None:
+    """Each run as a block: its whole id, outcome and time on the first line, then the project's
+    file, then the error, each line folded at the terminal's width (never cut)."""
+    from rich.text import Text
+
+    for r in rows:
+        console.print(Text(f"{r['run_id']}  {r['outcome']}  {r['finished_at'] or ''}".rstrip()), overflow="fold")
+        console.print(Text("  " + printable(f"{r['project']}/{r['source']}")), overflow="fold")
+        if r["error"]:
+            console.print(Text("  " + printable(r["error"])), overflow="fold")
 
 
 def _public_run(row: dict) -> dict:

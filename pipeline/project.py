@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from kbwatch.pipeline import confine
-from kbwatch.pipeline.fsutil import atomic_write_many
+from kbwatch.pipeline.fsutil import atomic_write_many, display_path
 from kbwatch.pipeline.project_lock import ProjectFileLock, project_file_lock  # noqa: F401  (project_file_lock: re-exported)
 
 SOURCES = "sources"
@@ -114,6 +114,31 @@ def refused_projects(root: Path) -> list[tuple[str, str]]:
         if reason is not None:
             out.append((p.name, reason))
     return out
+
+
+def loose_files(root: Path) -> int:
+    """How many files lie directly in the root, outside any project (never taken: a project's
+    documents are in its sources/); hidden files and kbwatch.toml are not counted."""
+    n = 0
+    try:
+        with os.scandir(root) as it:
+            for e in it:
+                if not e.name.startswith(".") and e.name != "kbwatch.toml" and e.is_file(follow_symlinks=False):
+                    n += 1
+    except OSError:
+        pass
+    return n
+
+
+def no_projects_hint(root: Path, loose: int) -> str:
+    """What to say of a root without projects (``ingest --root`` or ``watch --root`` on a plain
+    folder of documents): where documents go, and how to make a project."""
+    where = display_path(root)
+    files = ""
+    if loose:
+        files = f"; the {loose} file{'s' if loose != 1 else ''} directly in it {'were' if loose != 1 else 'was'} not taken"
+    return (f"no projects under {where}{files}: documents go in {where}/NAME/sources/, "
+            f"and `kbwatch init NAME --root {where}` makes project NAME")
 
 
 class ProjectReplaced(Exception):

@@ -38,7 +38,8 @@ from kbwatch.pipeline.heap import trim as trim_heap
 from kbwatch.pipeline.heap import tune as tune_heap
 from kbwatch.pipeline.logs import Trouble
 from kbwatch.pipeline.kb import KnowledgeBase
-from kbwatch.pipeline.project import discover_projects, folder_identity, refused_projects
+from kbwatch.pipeline.project import (discover_projects, folder_identity, loose_files, no_projects_hint,
+                                      refused_projects)
 from kbwatch.pipeline.retry_policy import NEVER_GIVEN_UP
 from kbwatch.pipeline.runner import Runner
 from kbwatch.pipeline.sources import folder_too_deep, project_of
@@ -386,6 +387,9 @@ class WatchService:
         self.refresh_projects()
         self.observer.start()
         logger.info("kbwatch watching {} with {}", self.root, self.observer_kind)
+        if not discover_projects(self.root) and not refused_projects(self.root):
+            # it keeps watching (a project made later is taken), but a plain folder of documents is not one
+            logger.warning("{}", no_projects_hint(self.root, loose_files(self.root)))
         found = self.full_scan()
         if found:
             logger.info("startup scan: {} file(s) waiting in sources/", found)

@@ -72,6 +72,11 @@ def test_explicit_reference_first_and_nothing_found(kb, cli):
     assert record["activated_packs"][0]["selected_files"][0] == "parsed/deploy.md"
     empty = cli("ask", "demo", "quantum chromodynamics lattice")
     assert "当前知识库未找到相关内容" in empty.output and "Nothing relevant in this knowledge base" in empty.output
+    # the fence of an empty answer has the attributes of one with snippets (the model reads the same tag)
+    found = cli("ask", "demo", "token bucket").output.splitlines()[0]
+    assert 'trust="unreviewed" grounding="recommended" mode="data"' in found, found
+    assert empty.output.splitlines()[0] == '<knowledge_pack name="demo" status="ready" trust="unreviewed" ' \
+        'grounding="recommended" mode="data" selected_files="">', empty.output
     rec = json.loads(cli("ask", "demo", "quantum chromodynamics lattice", "--json").output)
     assert_valid(rec)
     assert rec["activated_packs"][0]["selected_files"] == []

@@ -66,6 +66,47 @@ def test_ingest_exit_code_and_summary_line(root):
     assert "failed: p/sources/z.unknown: unsupported file type .unknown" in bad.stderr
 
 
+def test_ingest_or_watch_on_a_plain_folder_of_documents_says_where_documents_go(tmp_path):
+    # a new user's first try: `kbwatch ingest --root` on the folder that holds the documents
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "report.md").write_text("# Report\n\nquarterly figures\n", encoding="utf-8")
+    (plain / "notes.txt").write_text("notes\n", encoding="utf-8")
+    (plain / ".hidden").write_text("x", encoding="utf-8")
+    got = kbwatch("ingest", root=plain)
+    assert got.returncode == 1, got.stderr  # two files not taken: not "all well"
+    assert got.stdout.strip() == "ingest: 0 done, 0 duplicate, 0 conflict, 0 failed"
+    assert f"no projects under {plain}; the 2 files directly in it were not taken" in got.stderr, got.stderr
+    assert f"documents go in {plain}/NAME/sources/" in got.stderr and f"kbwatch init NAME --root {plain}" in got.stderr
+    assert (plain / "report.md").exists() and (plain / "notes.txt").exists()  # nothing moved
+    as_json = json.loads(kbwatch("ingest", "--json", root=plain).stdout)
+    assert as_json["no_projects"]["loose_files"] == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    got = kbwatch("ingest", root=empty)
+    assert got.returncode == 0 and f"no projects under {empty}: documents go in" in got.stderr, got.stderr
+    # once a project exists the note is gone (files at the root are the user's own business then)
+    kbwatch("init", "p", root=plain, check=True)
+    got = kbwatch("ingest", root=plain)
+    assert got.returncode == 0 and "no projects" not in got.stderr, got.stderr
+
+
+def test_watch_on_a_root_without_projects_says_where_documents_go_and_keeps_watching(tmp_path):
+    from test_watch import Service, wait_for
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "report.md").write_text("# Report\n\nquarterly figures\n", encoding="utf-8")
+    svc = Service(plain, tmp_path).start()
+    try:
+        assert f"no projects under {plain}; the 1 file directly in it was not taken" in svc.log()
+        kbwatch("init", "p", root=plain, check=True)  # a project made later is taken
+        (plain / "p" / "sources" / "a.md").write_text("# A\n\nzeppelin\n", encoding="utf-8")
+        wait_for(lambda: (plain / "p" / "parsed" / "a.md").exists(), 60, "a.md to be parsed", proc=svc)
+    finally:
+        svc.terminate()
+
+
 def test_journal_rebuild_matches_runs(root, cli):
     cli("init", "p")
     src = root / "p" / "sources"

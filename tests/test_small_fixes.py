@@ -121,10 +121,16 @@ def test_runs_table_keeps_whole_run_ids_in_a_narrow_terminal(tmp_path):
     kbwatch("ingest", root=root)
     ids = [r["run_id"] for r in runs_json(root)]
     assert len(ids) == 2
-    for columns in ("60", "40"):
+    for columns in ("80", "60", "40"):
         out = kbwatch("runs", root=root, env={"COLUMNS": columns}, check=True).stdout
         for run_id in ids:
             assert any(run_id in line for line in out.splitlines()), (columns, run_id, out)
+        assert "…" not in out, (columns, out)  # nothing cut ("sourc…", "outco…" at 80 columns before)
+        flat = " ".join(line.strip() for line in out.splitlines())
+        assert "p/sources/a-long-file-name-for-the-table.md" in flat.replace(" ", "").replace("\n", ""), out
+        assert "unsupported file type .qqq" in flat, (columns, out)
+    wide = kbwatch("runs", root=root, env={"COLUMNS": "200"}, check=True).stdout
+    assert "┃ run" in wide and all(run_id in wide for run_id in ids)  # a wide terminal still gets the table
     # what was printed can be pasted into retry
     assert kbwatch("retry", ids[0], root=root).returncode == 0
 

@@ -122,7 +122,13 @@ def answer_from_packs(packs: list[tuple[str, object]], query: str, budget: int,
         if refs_missing:
             body += "\n" + "\n".join(f"用户引用了 {m}，但该文件不存在 / {m} was referenced but does not exist"
                                       for m in refs_missing)
-        attrs = {"name": names, "status": record_packs[0].get("status", "ready"), "mode": "data", "selected_files": ""}
+        # the same attributes as a pack with snippets (one value shared by every project asked, or "mixed")
+        attrs = {"name": names, "status": record_packs[0].get("status", "ready")}
+        for key in ("trust", "grounding"):
+            values = {e.get(key) for e in record_packs} - {None}
+            if values:
+                attrs[key] = values.pop() if len(values) == 1 else "mixed"
+        attrs.update({"mode": "data", "selected_files": ""})
         opening = "<knowledge_pack " + " ".join(f'{k}="{escape_attr(v)}"' for k, v in attrs.items()) + ">"
         notes = [w["message"] for ws in extra_warnings.values() for w in ws]
         text = _insert_warnings(f"{opening}\n{PREAMBLE_ZH}\n{PREAMBLE_EN}\n\n## 结果 / Result\n{neutralize_fence(body)}\n"

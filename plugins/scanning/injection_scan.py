@@ -531,7 +531,11 @@ def scan_text(text: str, settings=None) -> list[Finding]:
             if leet == part:
                 continue
             for rule, sev, msg, s, e in _strong_hits(leet, False, _LEET_ONLY) + _frame_hits(leet, False, _LEET_FRAMES):
-                if rule in _LEET_RULES:
+                # a span the decoding left as it was is plain text, which the pass above judged (with
+                # its tests of negation and description): "Ignore all previous instructions" beside
+                # "v2" or "Hunter2" was reported again as leetspeak, and "never ignore the previous
+                # instructions" (dropped above as a negation) came back as an attack
+                if rule in _LEET_RULES and leet[s:e] != part[s:e]:
                     add("injection.encoded", "high", f"leetspeak-obfuscated: {msg}", ws + s, ws + e)
 
     # reversed text (windows around reversed keywords on long texts)

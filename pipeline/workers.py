@@ -20,6 +20,7 @@ out of the garbage collector's sight.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import multiprocessing as mp
 import os
@@ -140,7 +141,9 @@ def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None, kind: 
     gc.freeze()
     try:
         conn.send(("ready",))  # task timeouts start counting after this
-    except (OSError, EOFError):
+    except (OSError, EOFError):  # the service is gone already
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
         return
     while True:
         try:
@@ -178,6 +181,23 @@ def _forkserver_context(preload: list[str]):
     return ctx
 
 
+# the private temporary folders of this process's workers not yet removed: whatever is left when the
+# service exits (a second Ctrl-C while a worker was still starting) is removed at exit
+_LIVE_TMPS: set[str] = set()
+_LIVE_TMPS_LOCK = threading.Lock()
+
+
+def _remove_tmps_left() -> None:
+    with _LIVE_TMPS_LOCK:
+        left = list(_LIVE_TMPS)
+        _LIVE_TMPS.clear()
+    for tmp in left:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+atexit.register(_remove_tmps_left)
+
+
 def _started_without_sigint(proc) -> None:
     """``proc.start()`` with SIGINT blocked in this thread, a mask the new process inherits (across
     the spawn's exec, and through a forkserver started here). Until the worker has made its own
@@ -204,6 +224,8 @@ class _Worker:
         # a private temporary folder (0700, a random name): what a killed task leaves there (an OCR
         # page image, soffice's output folder) is removed with the worker (_forget_tmp)
         self.tmp = tempfile.mkdtemp(prefix="kbwatch-worker-")
+        with _LIVE_TMPS_LOCK:
+            _LIVE_TMPS.add(self.tmp)
         self.proc = ctx.Process(target=_worker_main, args=(child, memory_mb, warmup, kind, self.tmp), daemon=True)
         try:
             _started_without_sigint(self.proc)
@@ -224,14 +246,23 @@ class _Worker:
                 try:
                     msg = self.conn.recv()
                 except (EOFError, OSError):
-                    raise PermanentError(f"the {self.name} crashed while starting ({ended(self.proc)})",
-                                         reason="crashed") from None
+                    raise self._start_failed() from None
                 self.ready = msg == ("ready",)
             elif not self.proc.is_alive():
-                raise PermanentError(f"the {self.name} crashed while starting ({ended(self.proc)})",
-                                     reason="crashed")
+                raise self._start_failed()
             elif time.monotonic() > deadline:
                 raise PermanentError(f"the {self.name} did not start in time", reason="crashed")
+
+    def _start_failed(self) -> StageError:
+        """The error of a worker that ended before it was ready: stopped by someone (SIGTERM, SIGINT,
+        SIGHUP to the service's group: systemd stopping the unit) is transient, the file is not at
+        fault; any other end is a crash."""
+        _kill_group(self.proc.pid)
+        how = ended(self.proc)
+        if self.proc.exitcode in _STOP_SIGNALS:
+            return TransientError(f"the {self.name} was stopped while starting ({how}); the file is taken again",
+                                  reason="stopped")
+        return PermanentError(f"the {self.name} crashed while starting ({how})", reason="crashed")
 
     def kill(self) -> None:
         """SIGKILL the worker and its process group: the programs its task started go with it."""
@@ -249,6 +280,8 @@ class _Worker:
 
     def _forget_tmp(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+        with _LIVE_TMPS_LOCK:
+            _LIVE_TMPS.discard(self.tmp)
 
     def stop(self) -> None:
         try:

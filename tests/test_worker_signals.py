@@ -191,3 +191,59 @@ def test_a_ctrl_c_while_a_worker_starts_up_does_not_reach_it(preload):
     words = line.split()
     assert words[0] == "worker" and words[1] == words[2], line  # it came up, in a group of its own
     assert int(words[4]) >= 1 and sent >= 5, (line, sent)  # the service's group did get the signals
+
+
+def test_a_worker_stopped_while_it_starts_fails_its_task_as_transient():
+    # systemd stopping the unit sends SIGTERM to every process of it, workers still starting up
+    # included: that is no fault of the file (it was "crashed while starting", a permanent failure)
+    import functools
+
+    pool = WorkerPool(1, warmup=functools.partial(time.sleep, 30))  # alive, not yet ready
+    try:
+        caught = []
+
+        def call():
+            try:
+                pool.call(os.getpid, timeout=120)
+            except Exception as exc:  # noqa: BLE001 - what the task got is the assertion
+                caught.append(exc)
+
+        t = threading.Thread(target=call)
+        t.start()
+        deadline = time.monotonic() + 60
+        while not pool._busy and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [worker] = list(pool._busy)
+        time.sleep(1.0)  # well into its start-up
+        os.kill(worker.proc.pid, signal.SIGTERM)
+        t.join(60)
+        assert len(caught) == 1 and isinstance(caught[0], TransientError), caught
+        assert caught[0].reason == "stopped" and "SIGTERM" in caught[0].message
+    finally:
+        pool.close()
+
+
+LEAVES = """
+import sys, time
+from kbwatch.pipeline.workers import WorkerPool
+pool = WorkerPool(2, preload=["kbwatch.pipeline.parsing"])
+pool.prestart()  # the workers start from a thread while the service goes on
+time.sleep({pause})
+sys.exit(1)  # a second Ctrl-C: the service leaves at once, its workers still starting
+"""
+
+
+@pytest.mark.parametrize("pause", [0.05, 0.5])
+def test_a_service_that_leaves_while_its_workers_start_leaves_no_temporary_folder(tmp_path, pause):
+    import subprocess
+    import sys
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.run([sys.executable, "-c", LEAVES.format(pause=pause)], env={**os.environ, "TMPDIR": str(tmp)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    deadline = time.monotonic() + 30  # a worker that started removes its own folder once it finds the service gone
+    while time.monotonic() < deadline and list(tmp.glob("kbwatch-worker-*")):
+        time.sleep(0.2)
+    assert not list(tmp.glob("kbwatch-worker-*")), sorted(p.name for p in tmp.iterdir())

@@ -157,7 +157,6 @@ def ingest(names, workers, verbose, quiet, progress, as_json, root, config_file)
     sys.exit(EXIT_FAILED if totals.get("failed") or totals.get("conflict") or refused or loose else EXIT_OK)
 
 
-
 # -- demo --------------------------------------------------------------------
 
 

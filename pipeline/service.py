@@ -384,10 +384,10 @@ class WatchService:
             logger.info("recovered {} interrupted run(s)", recovered)
         self.runner.start(svc["workers"] + 1)
         self.load_conflicts()
-        self.refresh_projects()
+        projects = self.refresh_projects()
         self.observer.start()
         logger.info("kbwatch watching {} with {}", self.root, self.observer_kind)
-        if not discover_projects(self.root) and not refused_projects(self.root):
+        if not projects and not self._refused:
             # it keeps watching (a project made later is taken), but a plain folder of documents is not one
             logger.warning("{}", no_projects_hint(self.root, loose_files(self.root)))
         found = self.full_scan()

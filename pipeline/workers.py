@@ -79,17 +79,19 @@ def _kill_group(pid: int | None) -> None:
         pass
 
 
-def _died(w: "_Worker") -> StageError:
-    """The error of a task whose worker ended under it: a worker that was stopped by a signal is
-    a transient failure (the task runs again in another worker), any other end is a crash (the
-    file is at fault: a segfault, the memory cap, the kernel's OOM killer). Either way the programs
-    its task started go with it."""
+def _died(w: "_Worker", starting: bool = False) -> StageError:
+    """The error of a task whose worker ended under it (or, ``starting``, before it was ready): a
+    worker that was stopped by a signal (someone stopping everything: systemd's stop reaches workers
+    still starting up too) is a transient failure, the task runs again in another worker; any other
+    end is a crash (the file is at fault: a segfault, the memory cap, the kernel's OOM killer).
+    Either way the programs its task started go with it."""
     _kill_group(w.proc.pid)
     how = ended(w.proc)
+    when = " while starting" if starting else ""
     if w.proc.exitcode in _STOP_SIGNALS:
-        logger.warning("the {} was stopped ({}); its task is taken again", w.name, how)
-        return TransientError(f"the {w.name} was stopped ({how}); its task is taken again", reason="stopped")
-    return PermanentError(f"the {w.name} crashed ({how})", reason="crashed")
+        logger.warning("the {} was stopped{} ({}); its task is taken again", w.name, when, how)
+        return TransientError(f"the {w.name} was stopped{when} ({how}); its task is taken again", reason="stopped")
+    return PermanentError(f"the {w.name} crashed{when} ({how})", reason="crashed")
 
 
 def _log_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -140,17 +142,22 @@ def _worker_main(conn, memory_mb: int, warmup: Callable[[], None] | None, kind: 
     # pdfminer-heavy PDF took 0.70 s instead of 0.54 s on about half its parses)
     gc.freeze()
     try:
-        conn.send(("ready",))  # task timeouts start counting after this
-    except (OSError, EOFError):  # the service is gone already
+        _serve(conn, kind)
+    finally:  # the service gone (even SIGKILLed: nobody else removes it), or told to stop
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _serve(conn, kind: str) -> None:
+    """Say ready, then run the tasks ``conn`` brings until it brings None or closes."""
+    try:
+        conn.send(("ready",))  # task timeouts start counting after this
+    except (OSError, EOFError):  # the service is gone already
         return
     while True:
         try:
             msg = conn.recv()
-        except (EOFError, OSError):  # the service is gone (even SIGKILLed): nobody else removes it
-            if tmp:
-                shutil.rmtree(tmp, ignore_errors=True)
+        except (EOFError, OSError):
             return
         if msg is None:
             return
@@ -246,23 +253,12 @@ class _Worker:
                 try:
                     msg = self.conn.recv()
                 except (EOFError, OSError):
-                    raise self._start_failed() from None
+                    raise _died(self, starting=True) from None
                 self.ready = msg == ("ready",)
             elif not self.proc.is_alive():
-                raise self._start_failed()
+                raise _died(self, starting=True)
             elif time.monotonic() > deadline:
                 raise PermanentError(f"the {self.name} did not start in time", reason="crashed")
-
-    def _start_failed(self) -> StageError:
-        """The error of a worker that ended before it was ready: stopped by someone (SIGTERM, SIGINT,
-        SIGHUP to the service's group: systemd stopping the unit) is transient, the file is not at
-        fault; any other end is a crash."""
-        _kill_group(self.proc.pid)
-        how = ended(self.proc)
-        if self.proc.exitcode in _STOP_SIGNALS:
-            return TransientError(f"the {self.name} was stopped while starting ({how}); the file is taken again",
-                                  reason="stopped")
-        return PermanentError(f"the {self.name} crashed while starting ({how})", reason="crashed")
 
     def kill(self) -> None:
         """SIGKILL the worker and its process group: the programs its task started go with it."""

@@ -151,3 +151,53 @@ def test_outside_a_build_block_nothing_is_patched_or_kept(tmp_path, monkeypatch)
         assert build_cache.remember("k", [1], lambda: calls.append(1)) == [1, {"2": 3}]
         assert re.compile(r"a+b", re.I).match("AAB")
     assert len(calls) == 2 and s2.served == 1 and s2.compiled == 0 and s2.planned == 0
+
+
+SECRET_TEXTS = [
+    "aws_access_key_id = AKIA" + "Z7QX4M2PLR6VWN3B\naws_secret_access_key = " + "k9Xq2Lm8Vt4Rz7Wp1Yc6Nb3Hf5Jd0Sg2Ea8Uo4Ti",
+    "GitHub token: ghp_" + "x7Kp2Lq9Vm4Rt8Wz1Yc6Nb3Hf5Jd0Sg2Ea8",
+    "The password for the wiki is in the vault, not in this note.",
+    "postgres://admin:" + "S3cr3tPassw0rd" + "@db.internal:5432/prod",
+]
+
+SECRETS_PROBE = r"""
+import json, sys
+from re import _compiler
+real = _compiler._code  # re's code generator: what compiling a pattern costs, and a cache skips
+calls = []
+_compiler._code = lambda *a, **k: calls.append(1) or real(*a, **k)
+from kbwatch.plugins import scan_secrets
+import kbwatch.plugins.scanning.build_cache  # (the scanning library, as every process has it imported already)
+before = len(calls)
+engine = scan_secrets.engine()  # the plugin's own first-scan build
+built = len(calls) - before
+from kbwatch.pipeline.config import load_settings
+from pathlib import Path
+settings = load_settings(Path(sys.argv[1]))
+found = [[(f.rule, f.offset, f.length) for f in engine.scan_text(t, settings)] for t in json.loads(sys.argv[2])]
+print(json.dumps({"compiled": built, "found": found}))
+"""
+
+
+def test_the_secrets_engine_is_built_from_the_cache_with_the_same_findings(tmp_path):
+    """The secrets plugin's first scan compiles its patterns and the gitleaks rules (~400) once
+    per cache: a second process compiles next to none, and finds what a process without a
+    cache finds."""
+    root = tmp_path / "root"
+    root.mkdir()
+
+    def probe(cache, seed):
+        env = {**os.environ, "KBWATCH_CACHE_DIR": str(cache), "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO.parent)}
+        proc = subprocess.run([sys.executable, "-c", SECRETS_PROBE, str(root), json.dumps(SECRET_TEXTS)],
+                              capture_output=True, text=True, env=env, timeout=240, cwd=REPO)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    off = probe("off", "0")
+    assert off["compiled"] > 300
+    assert off["found"][0] and off["found"][1] and off["found"][3] and not off["found"][2]
+    cold = probe(tmp_path / "cache", "1")
+    assert list((tmp_path / "cache").glob("secrets-*.bin"))
+    warm = probe(tmp_path / "cache", "2")
+    assert warm["compiled"] == 0, warm["compiled"]
+    assert off["found"] == cold["found"] == warm["found"]

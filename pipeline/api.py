@@ -41,6 +41,15 @@ from kbwatch.pipeline.should_use import should_use_knowledge_base
 __all__ = ["Knowledge", "should_use_knowledge_base", "overview_state", "KNOWLEDGE_STATUSES"]
 
 KNOWLEDGE_STATUSES = ("draft", "ready", "needs-review", "stale", "disputed", "archived")
+# the longest query searched: a question, or a paragraph pasted with it. Every query is kept in the
+# journal (and echoed in its record): without a bound one read-only call could write megabytes
+MAX_QUERY_CHARS = 4000
+NAME_SHOWN = 80  # characters of an unknown name repeated in an error
+
+
+def _shown(name: str) -> str:
+    """``name`` for an error message: at most ``NAME_SHOWN`` characters, quoted."""
+    return repr(name if len(name) <= NAME_SHOWN else name[:NAME_SHOWN] + "…")
 
 
 # --------------------------------------------------------------------------- the facade
@@ -100,7 +109,7 @@ class Knowledge:
         refused = dict(refused_projects(self.root))
         if name in refused:
             raise KbwatchError(f"knowledge base {name} is refused: {refused[name]}")
-        raise ConfigError(f"unknown knowledge base {name!r} (list_knowledge_bases shows the names)")
+        raise ConfigError(f"unknown knowledge base {_shown(name)} (list_knowledge_bases shows the names)")
 
     def _pending(self, project: str) -> int:
         try:
@@ -173,6 +182,9 @@ class Knowledge:
         ``auto=True`` applies the shouldUse blacklist first."""
         if not isinstance(query, str) or not query.strip():
             raise ConfigError("the query is empty")
+        if len(query) > MAX_QUERY_CHARS:
+            raise ConfigError(f"the query is {len(query):,} characters long; ask in at most {MAX_QUERY_CHARS:,} "
+                              "(a question, or a paragraph with it)")
         if not _is_utf8(query):  # e.g. argv bytes of a terminal in another encoding (surrogate escapes)
             raise ConfigError("the query is not valid UTF-8 text (check the terminal's or the caller's encoding)")
         if int(budget_chars) < 300:

@@ -30,7 +30,8 @@ from kbwatch.pipeline.formats.run_record import build_record
 from kbwatch.pipeline.fsutil import atomic_write, display_path, iso_minute, make_state_dir, now_local, opens, utc_iso
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.plugins import PluginSet, build_plugin_manager
-from kbwatch.pipeline.project import PROJECT_DIRS, discover_projects, is_project, project_refusal, refused_projects
+from kbwatch.pipeline.project import (PROJECT_DIRS, discover_projects, is_project, project_name_problem, project_refusal,
+                                      refused_projects)
 from kbwatch.pipeline.retry_policy import gave_up
 from kbwatch.pipeline.sources import SourceEntry, split_name, walk_sources
 
@@ -140,6 +141,9 @@ class KnowledgeBase:
         """Create a project (idempotent, never clobbers); returns what was created."""
         if not name or name in (".", "..") or set(name) & INVALID_PROJECT_CHARS or name.startswith("."):
             raise ConfigError(f"invalid project name {name!r}")
+        problem = project_name_problem(name)
+        if problem:
+            raise ConfigError(f"invalid project name {name!r}: {problem.split('; ')[0]}")
         path = self.root / name
         created: list[str] = []
         if path.exists() and not path.is_dir():

@@ -26,6 +26,7 @@ written into the new folder, and the plugins are told (``on_replaced``).
 from __future__ import annotations
 
 import os
+import re
 import stat
 import threading
 from contextlib import contextmanager
@@ -54,7 +55,13 @@ def project_refusal(path: Path) -> str | None:
     real folders on the root's side (missing ones are created when needed);
     its manifest.json, project.md and KNOWLEDGE.md must be regular files (no links, FIFOs, folders).
     Nothing is read, written or deleted in a refused project.
+    A name with a line break or another control character, or that is not UTF-8, is refused
+    too: the name is printed in project.md, KNOWLEDGE.md and the answers agents read, where a
+    line break would start a line of the name's author's choosing.
     """
+    problem = project_name_problem(path.name)
+    if problem:
+        return problem
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -82,6 +89,21 @@ def project_refusal(path: Path) -> str | None:
             return f"{f} is a symbolic link; replace it with the real file"
         if not stat.S_ISREG(st.st_mode):  # a FIFO would hang every reader; a folder is no file
             return f"{f} is not a regular file (a FIFO, a device, a socket or a folder); replace it with the real file"
+    return None
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def project_name_problem(name: str) -> str | None:
+    """Why a project folder's name cannot be used, or None (as a source file's name: UTF-8, no control
+    characters, no C1 controls or Unicode line and paragraph separators either)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the project folder's name is not valid UTF-8; rename the folder"
+    if _CONTROL.search(name):
+        return "the project folder's name contains a line break or control character; rename the folder"
     return None
 
 

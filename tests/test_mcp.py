@@ -260,6 +260,22 @@ def test_errors_are_one_sentence(client):
     assert "name: " in client.error("read_document", citation="parsed/deploy.md")
 
 
+def test_a_huge_query_or_name_is_refused_and_not_kept(stdio, kbroot):
+    """Every query is kept in the journal and echoed in its record: a read-only call must not be a
+    way to write megabytes to the service's disk, nor to get them echoed back."""
+    journal = kbroot / ".kbwatch" / "journal.sqlite3"
+    before = sum(f.stat().st_size for f in journal.parent.glob("journal.sqlite3*"))
+    for _ in range(3):
+        msg = stdio.error("query_knowledge_base", query="token " * 400_000, name="demo")
+        assert "2,400,000 characters long" in msg and "at most 4,000" in msg and len(msg) < 300, msg[:300]
+    after = sum(f.stat().st_size for f in journal.parent.glob("journal.sqlite3*"))
+    assert after - before < 1_000_000, (before, after)
+    msg = stdio.error("read_knowledge_base", name="x" * 1_000_000)
+    assert "unknown knowledge base" in msg and len(msg) < 300, len(msg)
+    text, data = stdio.ok("query_knowledge_base", query="token " * 600, name="demo")  # long, under the bound
+    assert data["status"] in ("ok", "no_match")
+
+
 def test_read_document_lines_and_anchors(client):
     text, data = client.ok("read_document", citation="parsed/rate-limiting.md#L5-L7", name="demo")
     assert (data["path"], data["start_line"], data["end_line"]) == ("parsed/rate-limiting.md", 5, 7)

@@ -235,3 +235,43 @@ def test_a_waiting_command_goes_before_the_holders_next_turn(tmp_path):
     assert result.stderr.count("waiting for the running service to commit p…") == 1, result.stderr
     seen = json.loads(out.read_text(encoding="utf-8"))
     assert seen == {"keep": False, "gone": True}, "the holder's next turn came before the waiting command"
+
+
+def test_index_rebuild_never_shows_an_emptied_project(tmp_path):
+    """`kbwatch index rebuild` empties a project's index and fills it again. A search between the two
+    (an agent over MCP, `ask`) found nothing and answered "no_match", which an agent is told to take as
+    "the knowledge base holds nothing on this". Both now happen in one transaction: a reader sees the
+    old index or the new one. Real rebuild processes, a reader polling the real index file meanwhile."""
+    import threading
+
+    from kbwatch.pipeline import Knowledge
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    kbwatch("init", "p", root=root, check=True)
+    for i in range(120):
+        (root / "p" / "sources" / f"doc{i:03d}.md").write_text(
+            f"# Document {i}\n\nThe wombat ledger number {i} is filed under quartz.\n" + "Filler text. " * 200,
+            encoding="utf-8")
+    kbwatch("ingest", root=root, check=True)
+    misses, answers, stop = [], [], threading.Event()
+
+    def reader():
+        with Knowledge(root) as kn:
+            while not stop.is_set():
+                a = kn.query("wombat ledger quartz", name="p", record=False)
+                answers.append(a["status"])
+                if a["status"] != "ok":
+                    misses.append(a["status"])
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        for _ in range(3):
+            out = kbwatch("index", "rebuild", "p", root=root, check=True)
+            assert "p: 120 document(s) indexed" in out.stdout, out.stdout
+    finally:
+        stop.set()
+        t.join(timeout=60)
+    assert len(answers) > 20, len(answers)
+    assert not misses, f"{len(misses)} of {len(answers)} searches found nothing during a rebuild"

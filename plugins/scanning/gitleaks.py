@@ -136,12 +136,12 @@ def _allowed(rule: _Rule, secret: str, match: str, line: str, glob_rx, glob_stop
     return False
 
 
-@lru_cache(maxsize=1)
 def load() -> None:
     """Compile the rules now (the secrets plugin does it inside its build-cache block)."""
     _load()
 
 
+@lru_cache(maxsize=1)
 def _rules_by_id() -> dict[str, _Rule]:
     return {r.id: r for r in _load()[1]}
 

@@ -968,10 +968,24 @@ class SearchIndex:
         out.sort(key=lambda h: (-h.score, h.doc_path, h.ordinal))
         return out
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction for the block: its reads see one state of the file (WAL), not the
+        project before a writer's commit for the first read and after it for the next (an
+        ``index rebuild`` between scoring and fetching the chunks left a search with nothing)."""
+        if self._depth:  # inside this connection's write batch: one transaction already
+            yield
+            return
+        self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")  # it wrote nothing
+
     def search(self, project: str, query: str, limit: int = 10, *, with_text: bool = True) -> list[Hit]:
         """Top ``limit`` chunks of ``project`` for ``query``, best first.
         Ties are broken by document path, then position in the document."""
-        with self._lock:
+        with self._lock, self._snapshot():
             pid, ids, scores = self._score(project, query)
             if pid is None or ids.size == 0 or limit <= 0:
                 return []
@@ -983,7 +997,7 @@ class SearchIndex:
     ) -> list[DocHit]:
         """Top ``limit`` documents (scored by their best chunk), each with up to
         ``chunks_per_doc`` of its best chunks."""
-        with self._lock:
+        with self._lock, self._snapshot():
             pid, ids, scores = self._score(project, query)
             if pid is None or ids.size == 0 or limit <= 0:
                 return []

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterator
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.fsutil import atomic_write_many, display_path
 from kbwatch.pipeline.project_lock import ProjectFileLock, project_file_lock  # noqa: F401  (project_file_lock: re-exported)
+from kbwatch.pipeline.sources import CONTROL_CHARS
 
 SOURCES = "sources"
 PROJECT_DIRS = ("sources", "parsed", "archive", "runs")
@@ -92,7 +93,9 @@ def project_refusal(path: Path) -> str | None:
     return None
 
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# a source's name's control characters, and C1 controls and the Unicode line and paragraph separators
+# (a project's name is printed on lines of their own in what agents read)
+_CONTROL = re.compile(f"[{CONTROL_CHARS}\x80-\x9f\u2028\u2029]")
 
 
 def project_name_problem(name: str) -> str | None:

@@ -57,7 +57,8 @@ def is_ignored(name: str, patterns: list[str]) -> bool:
     return _ignore_matcher(tuple(patterns))(name) is not None
 
 
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
+CONTROL_CHARS = "\x00-\x1f\x7f"  # (a regex class's body) what no name kbwatch takes may hold
+_CONTROL = re.compile(f"[{CONTROL_CHARS}]")
 
 
 def name_problem(rel: str) -> str | None:

@@ -168,11 +168,7 @@ def kb_register_commands(cli):
         idx = open_index(kb.settings)
         for project in kb.projects(list(names) or None):
             with project_file_lock(project, state_dir(kb.settings), on_wait=say_waiting(project)):
-                # one transaction: a search meanwhile (an agent, another command) finds the old index
-                # or the new one, never the project emptied between the two ("no_match")
-                with idx.batch():
-                    idx.remove_project(project.name)
-                    counts = idx.sync_project(project.name, project)
+                counts = idx.rebuild_project(project.name, project)
                 manifest = Manifest.load(project / "manifest.json", project.name, "")
                 pm = ProjectMd.load(project / "project.md", project.name, kb.settings["project"]["language"])
                 folders = {p.parent.relative_to(project / "parsed").as_posix().strip(".")

@@ -628,8 +628,8 @@ class SearchIndex:
         """Bring the index in line with ``<project_dir>/parsed/**/*.md`` in one
         transaction: new or changed files are (re)indexed, unchanged ones skipped,
         and (with ``prune``) documents whose file is gone are removed. This is
-        ``index rebuild`` for one project (call ``remove_project`` first to force
-        a full re-index). Symlinks are not followed. Title: the file's first
+        the update after a commit (:meth:`rebuild_project` re-indexes every file).
+        Symlinks are not followed. Title: the file's first
         ``# `` heading, else its name."""
         from .chunker import document_title
 
@@ -660,6 +660,14 @@ class SearchIndex:
                         self.remove_document(project, d["path"])
                         counts["removed"] += 1
         return counts
+
+    def rebuild_project(self, project: str, project_dir: str | Path) -> dict[str, int]:
+        """``index rebuild`` for one project: every file of its parsed/ indexed afresh, in one
+        transaction with the removal of what was there, so a search meanwhile finds the old
+        index or the new one, never the project emptied ("no_match")."""
+        with self.batch():
+            self.remove_project(project)
+            return self.sync_project(project, project_dir)
 
     def remove_project(self, project: str) -> bool:
         with self.batch():

@@ -30,7 +30,7 @@ import sqlite3
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.errors import ConfigError, KbwatchError

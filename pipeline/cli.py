@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 
 import click
-from loguru import logger
 
 from kbwatch.pipeline import __version__, confine
 from kbwatch.pipeline.fsutil import printable
 from kbwatch.pipeline.config import resolve_root
 from kbwatch.pipeline.errors import ConfigError, KbwatchError
+from kbwatch.pipeline.lazylog import logger
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.checkpoints import checkpoint

@@ -102,6 +102,8 @@ LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL
 
 
 def log_level(value) -> str | None:
+    if type(value) is str and value in LOG_LEVELS:  # loguru's own levels: answered without importing it
+        return None
     from loguru import logger
 
     try:

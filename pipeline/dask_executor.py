@@ -52,7 +52,7 @@ from kbwatch.pipeline.dask_task import (
 )
 from kbwatch.pipeline.errors import PermanentError, TransientError
 from kbwatch.pipeline.executors import LocalExecutor, ShippedFile, set_placement
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 CONNECT_TIMEOUT = 5.0  # seconds to reach the scheduler
 RETRY_CLUSTER_AFTER = 5.0  # "local" fallback: seconds before the cluster is tried again

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 T = TypeVar("T")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.runner import FinishedRun, Runner

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.config import load_settings, state_dir

@@ -15,9 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from loguru import logger
-
 from kbwatch.pipeline.fsutil import printable
+from kbwatch.pipeline.lazylog import logger, loguru_logger, when_loaded
 
 _configured: list[int] = []
 _last_setup: list[tuple] = []
@@ -69,7 +68,8 @@ def _to_terminal(record) -> bool:
 
 
 def current_log_file() -> Path | None:
-    """The log file this process writes, if any."""
+    """The log file this process writes, if any (its sinks are added now if they were waiting)."""
+    loguru_logger()
     return _log_file[0] if _log_file else None
 
 
@@ -158,7 +158,16 @@ def _file_sink(path: Path, level: str | int, rotation, retention, verbose: bool)
 
 
 def setup_logging(settings: dict | None, state: Path | None, verbose: bool = False, quiet: bool = False) -> None:
+    """Log to the terminal and (with ``state``) to ``<state>/logs/kbwatch.log``. The sinks are
+    added when something first logs (see :mod:`kbwatch.pipeline.lazylog`): a command that logs
+    nothing never imports loguru."""
     _last_setup[:] = [(settings, state, verbose, quiet)]
+    _verbose[0] = verbose
+    _settings[0] = settings
+    when_loaded("setup", lambda _: _add_sinks(settings, state, verbose, quiet))
+
+
+def _add_sinks(settings: dict | None, state: Path | None, verbose: bool, quiet: bool) -> None:
     for handler_id in _configured:
         try:
             logger.remove(handler_id)
@@ -166,8 +175,6 @@ def setup_logging(settings: dict | None, state: Path | None, verbose: bool = Fal
             pass
     _configured.clear()
     _log_file.clear()
-    _verbose[0] = verbose
-    _settings[0] = settings
     try:
         logger.remove(0)
     except ValueError:

@@ -25,7 +25,7 @@ import sys
 import threading
 import tracemalloc
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 ENV = "KBWATCH_DEBUG_MEMORY"
 

@@ -42,10 +42,10 @@ import weakref
 from pathlib import Path
 
 import pluggy
-from loguru import logger
 
 from kbwatch.pipeline.errors import PermanentError, StageError
 from kbwatch.pipeline.executors import ShippedFile, last_placement, set_placement
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.model import ParsedDocument, ParserInfo
 from kbwatch.pipeline.plugins import PluginSet, build_plugin_manager
 from kbwatch.pipeline.text_presence import has_text
@@ -284,9 +284,11 @@ def compute_warmup(settings: dict) -> None:
     """Run in each new compute worker: load the plugins only (no parser warms up there). The
     worker logs nothing itself: what its tasks log comes back with their results, for the
     service to log (to its log file too, which a worker does not write)."""
-    from loguru import logger
+    from kbwatch.pipeline.lazylog import when_loaded
 
-    logger.remove()
+    # no sink at all: the ones inherited when forked, or those a set-up still waiting to add them
+    # (forked before the service first logged) would add at this worker's first log
+    when_loaded("setup", lambda real: real.remove())
     worker_plugins(settings)
 
 

@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import pluggy
-from loguru import logger
 
 from kbwatch.pipeline import PROJECT_NAME, hookspecs
 from kbwatch.pipeline.errors import ConfigError
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.model import ParserInfo
 
 BUILTIN_PACKAGE = "kbwatch.plugins"

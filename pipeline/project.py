@@ -432,7 +432,7 @@ class ProjectSession:
             try:
                 cb()
             except Exception as exc:  # derived data (an index) must not undo a durable commit
-                from loguru import logger
+                from kbwatch.pipeline.lazylog import logger
 
                 logger.opt(exception=True).error("post-write step {} of {} failed: {}", key, self.name, exc)
         return written

@@ -15,7 +15,7 @@ import os
 import re
 from datetime import datetime, timezone
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.formats.manifest import Manifest

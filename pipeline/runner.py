@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 from kbwatch.pipeline.checkpoints import checkpoint
 from kbwatch.pipeline.commit import Committer

@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 from watchdog.events import (
     DirCreatedEvent, DirDeletedEvent, DirMovedEvent, FileClosedEvent, FileCreatedEvent, FileDeletedEvent, FileMovedEvent,
 )

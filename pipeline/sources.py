@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 # A folder in sources/ whose path under sources/ is longer than this (UTF-8 bytes) is not entered.
 # With the project's name (at most 255 bytes), "archive/" and a file name (255) this keeps every

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 
 class StateGuard:

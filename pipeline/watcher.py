@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver

@@ -33,7 +33,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 from kbwatch.pipeline.errors import PermanentError, StageError, TransientError
 

@@ -247,7 +247,7 @@ def build_server(knowledge):
             except (ValueError, TypeError) as exc:
                 raise ToolError(" ".join(str(exc).split()) or "bad argument") from None
             except Exception as exc:  # a bug: one line for the client, the traceback in the log
-                from loguru import logger
+                from kbwatch.pipeline.lazylog import logger
 
                 logger.opt(exception=exc).error("kbwatch mcp: {} failed", getattr(fn, "__name__", "tool"))
                 raise ToolError(f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None

@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 from kbwatch.pipeline import hookimpl
 

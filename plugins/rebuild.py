@@ -17,7 +17,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 from kbwatch.pipeline import confine, hookimpl
 from kbwatch.pipeline.config import stage_options, state_dir

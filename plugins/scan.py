@@ -141,7 +141,7 @@ def scanner_error(scanner: str, exc: BaseException) -> Finding:
     """The finding that stands for a scanner that raised: kind ``format``, severity ``low``."""
     import traceback
 
-    from loguru import logger
+    from kbwatch.pipeline.lazylog import logger
 
     where = ""
     frames = traceback.extract_tb(exc.__traceback__)
@@ -178,7 +178,7 @@ def _worker_said() -> list[tuple[str, str]]:
     messages (adding a sink costs ~8 ms: once per task made a small text's scan 4x dearer)."""
     global _SAID
     if _SAID is None:
-        from loguru import logger
+        from kbwatch.pipeline.lazylog import logger
 
         said: list[tuple[str, str]] = []
         logger.add(lambda m: said.append((m.record["level"].name, m.record["message"])),
@@ -190,7 +190,7 @@ def _worker_said() -> list[tuple[str, str]]:
 def scan_elsewhere(compute, plugins, document, settings) -> list[list]:
     """:func:`call_scanners` in a compute worker; here when the worker failed (crashed,
     out of memory), with a warning. The service shutting down propagates."""
-    from loguru import logger
+    from kbwatch.pipeline.lazylog import logger
 
     from kbwatch.pipeline.errors import PermanentError
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import threading
 
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 
 from kbwatch.pipeline.errors import ConfigError
 

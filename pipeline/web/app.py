@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from loguru import logger
+from kbwatch.pipeline.lazylog import logger
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response

@@ -78,7 +78,7 @@ def heal_index(settings: dict, reason: BaseException):
             fresh = _INDEXES[str(path)] = _capped(SearchIndex(path), settings)
             summary = _reindex_all(fresh, settings)
             register_live(fresh)
-    from loguru import logger
+    from kbwatch.pipeline.lazylog import logger
 
     logger.warning("search index {} could not be used by SQLite ({}): moved aside as {} and rebuilt {}",
                    path, reason, aside.name, summary)

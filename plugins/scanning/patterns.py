@@ -41,7 +41,7 @@ except ImportError:  # pragma: no cover
 
 
 # every character ``\s`` matches (all are below U+3001): a prefix may end in any one of them
-_SPACES = tuple(ch for ch in map(chr, range(0x3001)) if re.match(r"\s", ch))
+_SPACES = tuple(re.findall(r"\s", "".join(map(chr, range(0x3001)))))  # one scan, not 12,289 matches
 _REPEATS = tuple(getattr(_sre_c, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_sre_c, n))
 
 

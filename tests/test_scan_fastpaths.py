@@ -19,15 +19,16 @@ import pytest
 from kbwatch.pipeline.config import load_defaults
 from kbwatch.pipeline.model import ParsedDocument
 from kbwatch.pipeline.plugins import build_plugin_manager
-from kbwatch.plugins.scanning import injection_scan as SI  # the engine: its globals are patched below
 from kbwatch.plugins import scan_secrets as SS
 from kbwatch.plugins.scan import run_scanners
+from kbwatch.plugins.scan_injection import engine
 from kbwatch.plugins.scanning import decoders, fence, normalise, normalize
 from kbwatch.plugins.scanning import homophones as HP
 from kbwatch.plugins.scanning import injection_frames as FR
 from kbwatch.plugins.scanning.alternation import by_first_char
 from kbwatch.plugins.scanning.patterns import PatternSet, literal_anchors
 
+SI = engine()  # the injection engine, from the build cache: its globals are patched below
 SETS = [SI._EN_SET, SI._EF_SET, SI._MF_SET, SI._ZF_SET, SI._ZH_SET]
 
 TEXTS = [

@@ -76,7 +76,7 @@ _POOL_SIZE = 4096  # sentence bodies (a power of two: one draw of random bits pi
 
 def _pool(rng: random.Random) -> list[str]:
     """Sentence bodies to draw from, each ending in ``{}`` for its number: drawing one per sentence
-    writes the files ~10x faster than drawing every word (the large-file test writes 125 MB), and
+    writes the files ~7x faster than drawing every word (the large-file test writes 125 MB), and
     the numbers keep every sentence distinct."""
     pool = []
     for _ in range(_POOL_SIZE):

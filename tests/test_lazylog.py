@@ -1,6 +1,6 @@
 """loguru is imported at the first log call, not at every command's start (pipeline/lazylog.py).
 
-Importing it imports asyncio: ~0.1 s of CPU, a quarter of the start-up of a command that logs
+Importing it imports asyncio: ~0.1 s of CPU, a fifth of the start-up of a command that logs
 nothing. These run real processes: the module table of a fresh interpreter is what is checked."""
 
 from __future__ import annotations

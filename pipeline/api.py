@@ -30,11 +30,10 @@ import sqlite3
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kbwatch.pipeline.lazylog import logger
-
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.errors import ConfigError, KbwatchError
 from kbwatch.pipeline.context_record import pack_labels
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.overview import overview_state, vetted_project_md
 from kbwatch.pipeline.should_use import should_use_knowledge_base
 

@@ -35,8 +35,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from kbwatch.pipeline.lazylog import logger
-
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.checkpoints import checkpoint
 from kbwatch.pipeline.config import state_dir
@@ -45,6 +43,7 @@ from kbwatch.pipeline.execute import FinishedRun
 from kbwatch.pipeline.formats.manifest import session_manifest
 from kbwatch.pipeline.fsutil import atomic_write, display_path, utc_iso
 from kbwatch.pipeline.journal import Journal
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.project import ProjectReplaced, ProjectSession
 from kbwatch.pipeline.retry_policy import retry_transient
 from kbwatch.pipeline.run_queue import Job

@@ -29,13 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from kbwatch.pipeline.lazylog import logger
-
 from kbwatch.pipeline import confine, intake
 from kbwatch.pipeline.checkpoints import checkpoint
 from kbwatch.pipeline.errors import CANNOT_OPEN, DISK_FULL, PROJECT_REPLACED, StageError, StopRun, TransientError, is_disk_full
 from kbwatch.pipeline.fsutil import display_path, new_run_id, utc_iso
 from kbwatch.pipeline.journal import Journal
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.project import ProjectReplaced, ProjectSession, project_refusal
 from kbwatch.pipeline.retry_policy import gave_up, give_up_message, retry_transient
 from kbwatch.pipeline.run_queue import Job

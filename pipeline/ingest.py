@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from kbwatch.pipeline.lazylog import logger
-
 from kbwatch.pipeline.kb import KnowledgeBase
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.runner import FinishedRun, Runner
 
 

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from kbwatch.pipeline.lazylog import logger
-
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.config import load_settings, state_dir
 from kbwatch.pipeline.errors import BAD_MANIFEST, BAD_PROJECT_MD, CANNOT_OPEN, PROJECT_REPLACED, ConfigError, KbwatchError
@@ -29,6 +27,7 @@ from kbwatch.pipeline.formats.project_md import ProjectMd
 from kbwatch.pipeline.formats.run_record import build_record
 from kbwatch.pipeline.fsutil import atomic_write, display_path, iso_minute, make_state_dir, now_local, opens, utc_iso
 from kbwatch.pipeline.journal import Journal
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.plugins import PluginSet, build_plugin_manager
 from kbwatch.pipeline.project import (PROJECT_DIRS, discover_projects, is_project, project_name_problem, project_refusal,
                                       refused_projects)

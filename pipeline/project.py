@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.fsutil import atomic_write_many, display_path
 from kbwatch.pipeline.project_lock import ProjectFileLock, project_file_lock  # noqa: F401  (project_file_lock: re-exported)
-from kbwatch.pipeline.sources import CONTROL_CHARS
+from kbwatch.pipeline.sources import CONTROL_CHARS, text_fault
 
 SOURCES = "sources"
 PROJECT_DIRS = ("sources", "parsed", "archive", "runs")
@@ -101,11 +101,10 @@ _CONTROL = re.compile(f"[{CONTROL_CHARS}\x80-\x9f\u2028\u2029]")
 def project_name_problem(name: str) -> str | None:
     """Why a project folder's name cannot be used, or None (as a source file's name: UTF-8, no control
     characters, no C1 controls or Unicode line and paragraph separators either)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
+    fault = text_fault(name, _CONTROL)
+    if fault == "utf-8":
         return "the project folder's name is not valid UTF-8; rename the folder"
-    if _CONTROL.search(name):
+    if fault == "control":
         return "the project folder's name contains a line break or control character; rename the folder"
     return None
 

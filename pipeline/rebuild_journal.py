@@ -15,12 +15,11 @@ import os
 import re
 from datetime import datetime, timezone
 
-from kbwatch.pipeline.lazylog import logger
-
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.run_record import read_record
 from kbwatch.pipeline.kb import KnowledgeBase
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.sources import split_name
 

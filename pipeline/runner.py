@@ -31,8 +31,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from kbwatch.pipeline.lazylog import logger
-
 from kbwatch.pipeline.checkpoints import checkpoint
 from kbwatch.pipeline.commit import Committer
 from kbwatch.pipeline.config import state_dir
@@ -40,6 +38,7 @@ from kbwatch.pipeline.execute import REFUSAL_RECHECK_SECONDS, FinishedRun, RunEx
 from kbwatch.pipeline.executors import make_executor
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.lanes import is_large_text
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.parsing import compute_pool, worker_warmup
 from kbwatch.pipeline.plugins import PluginSet
 from kbwatch.pipeline.project import ProjectSession

@@ -25,7 +25,6 @@ import threading
 import time
 from pathlib import Path
 
-from kbwatch.pipeline.lazylog import logger
 from watchdog.events import (
     DirCreatedEvent, DirDeletedEvent, DirMovedEvent, FileClosedEvent, FileCreatedEvent, FileDeletedEvent, FileMovedEvent,
 )
@@ -36,6 +35,7 @@ from kbwatch.pipeline.errors import ConfigError
 from kbwatch.pipeline.fsutil import display_path, make_state_dir
 from kbwatch.pipeline.heap import trim as trim_heap
 from kbwatch.pipeline.heap import tune as tune_heap
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.logs import Trouble
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.project import (discover_projects, folder_identity, loose_files, no_projects_hint,

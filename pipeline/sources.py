@@ -61,13 +61,23 @@ CONTROL_CHARS = "\x00-\x1f\x7f"  # (a regex class's body) what no name kbwatch t
 _CONTROL = re.compile(f"[{CONTROL_CHARS}]")
 
 
+def text_fault(name: str, control: re.Pattern = _CONTROL) -> str | None:
+    """What keeps a name from being printed as it is: ``"utf-8"`` (it is not valid UTF-8: a
+    byte the file system gave Python undecoded), ``"control"`` (it holds a character of
+    ``control``), or None."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "utf-8"
+    return "control" if control.search(name) else None
+
+
 def name_problem(rel: str) -> str | None:
     """Why a file name cannot be used, or None."""
-    try:
-        rel.encode("utf-8")
-    except UnicodeEncodeError:
+    fault = text_fault(rel)
+    if fault == "utf-8":
         return "the file name is not valid UTF-8; rename it"
-    if _CONTROL.search(rel):
+    if fault == "control":
         return "the file name contains a newline or control character; rename it"
     if folder_too_deep(rel.rpartition("/")[0]):
         return TOO_DEEP

@@ -27,12 +27,12 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from kbwatch.pipeline.lazylog import logger
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
 from kbwatch.pipeline.fsutil import opens
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.sources import folder_too_deep, is_ignored
 
 NETWORK_FS = {

@@ -33,9 +33,8 @@ import time
 import traceback
 from typing import Any, Callable
 
-from kbwatch.pipeline.lazylog import logger
-
 from kbwatch.pipeline.errors import PermanentError, StageError, TransientError
+from kbwatch.pipeline.lazylog import logger
 
 _CTX = mp.get_context("spawn")
 

@@ -20,9 +20,8 @@ import socket
 import threading
 import time
 
-from kbwatch.pipeline.lazylog import logger
-
 from kbwatch.pipeline import hookimpl
+from kbwatch.pipeline.lazylog import logger
 
 KINDS = ("failed", "review", "done")
 MAX_ITEMS = 200  # runs listed per kind in one message (the counts are always complete)

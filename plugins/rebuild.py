@@ -17,13 +17,12 @@ import hashlib
 import json
 from pathlib import Path
 
-from kbwatch.pipeline.lazylog import logger
-
 from kbwatch.pipeline import confine, hookimpl
 from kbwatch.pipeline.config import stage_options, state_dir
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.project_md import LOG_VERBS, ProjectMd, session_project_md
 from kbwatch.pipeline.fsutil import atomic_write, new_run_id
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
 from kbwatch.pipeline.stage import RunContext, Stage
 

@@ -6,8 +6,9 @@ is registered: compiling its ~140 patterns took ~90 ms of CPU, paid by every pro
 registers the built-in plugins (each CLI command, the MCP server, each parse worker), most
 of them never scanning. On that first scan the patterns, and the ~250 of the gitleaks rules,
 come from the build cache (:mod:`kbwatch.plugins.scanning.build_cache`) when an earlier
-process compiled them: ~0.15 s of CPU less for each process that scans. The engine's names stay reachable from here
-(``scan_secrets.scan_text``) for code written against the old single module.
+process compiled them: ~0.15 s of CPU less for each process that scans. The engine's names
+stay reachable from here (``scan_secrets.scan_text``) for code written against the old single
+module.
 """
 
 from __future__ import annotations

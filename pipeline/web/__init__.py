@@ -14,9 +14,8 @@ from __future__ import annotations
 import copy
 import threading
 
-from kbwatch.pipeline.lazylog import logger
-
 from kbwatch.pipeline.errors import ConfigError
+from kbwatch.pipeline.lazylog import logger
 
 
 class StatusPage:

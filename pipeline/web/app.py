@@ -22,13 +22,13 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from kbwatch.pipeline.lazylog import logger
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from kbwatch.pipeline.errors import ConfigError, KbwatchError
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.web import data
 from kbwatch.pipeline.web.auth import COOKIE, Guard
 from kbwatch.pipeline.web.labels import labels_for

@@ -98,12 +98,37 @@ def init(names, language, root, config_file):
     """Create projects (idempotent; never overwrites existing files).
 
     Example: kbwatch init 技术方案 --root /srv/kb
+
+    A --root that does not exist yet is created (with its parents), as `git init DIR` does.
     """
+    made = _make_root(root)
     kb = open_kb(root, config_file, log_files=False)
+    if made is not None:
+        click.echo(f"created the root folder {made}")
     for name in names:
         path, created = kb.init_project(name, language)
         what = ", ".join(created) if created else "nothing (already complete)"
         click.echo(f"{name}: created {what} in {path}")
+
+
+def _make_root(root: str | None) -> Path | None:
+    """``init``'s root, made when it does not exist yet (None when it did). Only ``init`` makes
+    one: any other command given a root that is not there is a typo to report, not a folder to
+    create. A path through a dangling link, or one where a file stands, is left to
+    :func:`resolve_root`'s message."""
+    value = root or os.environ.get("KBWATCH_ROOT")
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if os.path.lexists(path):
+        return None
+    try:
+        path.mkdir(parents=True)
+    except FileExistsError:  # made meanwhile (another init): nothing to report
+        return None
+    except OSError as exc:
+        raise ConfigError(f"--root: {value}: cannot be created: {exc.strerror}") from None
+    return path.resolve()
 
 
 # -- ingest ------------------------------------------------------------------

@@ -167,3 +167,19 @@ def test_retry_keeps_a_conflict_a_conflict_with_its_reason(root, cli):
     done = [r for r in json.loads(cli("runs", "--json").output) if r["outcome"] == "done"][0]
     result = cli("retry", done["run_id"])
     assert result.exit_code == 0 and "nothing to retry" in result.output and "0 run(s) marked" in result.output
+
+
+def test_init_creates_a_missing_root_and_only_init_does(tmp_path):
+    root = tmp_path / "new" / "kb"
+    other = tmp_path / "typo"
+    got = kbwatch("status", root=other)
+    assert got.returncode == 2 and "no such directory" in got.stderr and not other.exists()
+    made = kbwatch("init", "p", root=root)
+    assert made.returncode == 0, made.stderr
+    assert f"created the root folder {root}" in made.stdout
+    assert (root / "p" / "sources").is_dir() and (root / "p" / "KNOWLEDGE.md").is_file()
+    again = kbwatch("init", "p", root=root)
+    assert again.returncode == 0 and "created the root folder" not in again.stdout
+    (tmp_path / "file").write_text("x")
+    blocked = kbwatch("init", "p", root=tmp_path / "file" / "kb")
+    assert blocked.returncode == 2 and "cannot be created" in blocked.stderr and "Traceback" not in blocked.stderr

@@ -139,11 +139,17 @@ class DaskExecutor:
                     if cluster is None:
                         from distributed import LocalCluster
 
-                        cluster = LocalCluster(
-                            n_workers=self.n_local, threads_per_worker=1, processes=True,
-                            dashboard_address=None, scheduler_kwargs={"dashboard": False},
-                            host="127.0.0.1", scheduler_port=0, silence_logs=40,
-                        )
+                        from kbwatch.pipeline.workers import sigint_blocked
+
+                        # its loop thread and the nanny and worker processes it starts (now, and
+                        # later in place of a dead one) never see a terminal's Ctrl-C: the service
+                        # stops in its own order, closing the cluster last
+                        with sigint_blocked():
+                            cluster = LocalCluster(
+                                n_workers=self.n_local, threads_per_worker=1, processes=True,
+                                dashboard_address=None, scheduler_kwargs={"dashboard": False},
+                                host="127.0.0.1", scheduler_port=0, silence_logs=40,
+                            )
                         with self._lock:
                             self._cluster = cluster
                             self.address = cluster.scheduler_address
@@ -410,6 +416,13 @@ class DaskExecutor:
             client, cluster = self._client, self._cluster
             self._client = self._cluster = None
         if client is not None:
+            # no longer a subscriber: the scheduler would tell it of its own removal, and on a
+            # closed connection that is a CRITICAL line and a traceback on the terminal
+            for topic in ("all", STARTED_TOPIC):
+                try:
+                    client.unsubscribe_topic(topic)
+                except Exception:
+                    pass
             _close_quietly(client)
         if cluster is not None:
             _close_quietly(cluster)

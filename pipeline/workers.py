@@ -21,6 +21,7 @@ out of the garbage collector's sight.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import multiprocessing as mp
 import os
@@ -210,6 +211,17 @@ def _started_without_sigint(proc) -> None:
     process group (~1 s into a spawned interpreter's start-up) it is in the service's, where a
     terminal's Ctrl-C reaches it: it then died with a KeyboardInterrupt traceback. Blocked, the
     signal waits, and ``_worker_main`` discards it once the worker is out of that group."""
+    with sigint_blocked():
+        proc.start()
+
+
+@contextlib.contextmanager
+def sigint_blocked():
+    """SIGINT blocked in the calling thread meanwhile: the processes it starts inherit the mask (across
+    the spawn's exec), as do the threads it starts, and what those start in turn (a Dask LocalCluster's
+    event-loop thread, which starts the nanny processes). A terminal's Ctrl-C goes to the service's
+    whole process group; the service stops on it in its own order, and a child that kept the default
+    handler died mid-task with a KeyboardInterrupt traceback on the terminal."""
     from multiprocessing import resource_tracker
 
     # (started first: multiprocessing starts its resource tracker with SIGINT blocked, and then
@@ -217,7 +229,7 @@ def _started_without_sigint(proc) -> None:
     resource_tracker.ensure_running()
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        proc.start()
+        yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 

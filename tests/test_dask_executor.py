@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, SHARED, ingest, kbwatch, run_records, schema
+from conftest import FIXTURES, REPO, SHARED, ingest, kbwatch, run_records, schema
 
 distributed = pytest.importorskip("distributed", reason="distributed is not installed (pip install 'kbwatch[cluster]')")
 
@@ -587,3 +587,56 @@ def test_bad_executor_setting_is_refused(tmp_path):
     result = cli_in_process(root, "status")
     assert result.exit_code != 0
     assert "stages.parse.executor" in result.output and "HOST:PORT" in result.output
+
+
+def test_ctrl_c_to_the_terminal_stops_a_local_cluster_in_order(tmp_path):
+    """A terminal's Ctrl-C is SIGINT to the service's whole process group, the ``dask-local``
+    nanny and worker processes included: they died with KeyboardInterrupt tracebacks on the
+    terminal. Now they never see it; the service stops in its own order (runs in flight
+    finish), closes the cluster without the scheduler's CRITICAL line, and exits 0."""
+    root = make_root(tmp_path, "dask-local:2")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {**os.environ, "KBWATCH_TEST_DASK_WORKER": "1", "KBWATCH_TEST_MARKS": str(marks)}
+    out = tmp_path / "watch.out"
+    with open(out, "wb") as sink:
+        proc = subprocess.Popen([sys.executable, str(REPO / "run.py"), "watch", "--root", str(root)], env=env,
+                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)  # as a shell's job
+    try:
+        names = drop_slow(root / "p", 4, 2.0)
+        deadline = time.monotonic() + 120
+        while not any(marks.iterdir()):
+            assert proc.poll() is None and time.monotonic() < deadline, out.read_text(errors="replace")[-3000:]
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    text = out.read_text(errors="replace")
+    assert code == 0, text[-3000:]
+    for bad in ("Traceback", "KeyboardInterrupt", "CRITICAL"):
+        assert bad not in text, text[-3000:]
+    assert "received SIGINT" in text
+    # nothing lost: each file is ingested or still waiting in sources/
+    manifest = json.loads((root / "p" / "manifest.json").read_text(encoding="utf-8"))
+    done = {f["name"] + f["ext"] for f in manifest["files"]}
+    assert done, text[-3000:]  # the parses in flight on the workers finished
+    for name in names:
+        assert name in done or (root / "p" / "sources" / name).exists(), name
+    # and the cluster's worker processes are gone with the service
+    workers = {int(m.name.rsplit(".", 1)[1]) for m in marks.iterdir()}
+    deadline = time.monotonic() + 20
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in workers)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"

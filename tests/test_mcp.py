@@ -351,6 +351,17 @@ def test_no_match_skipped_and_references(stdio):
     assert [p["name"] for p in data["record"]["activated_packs"]] == ["other"]
 
 
+def test_a_nul_character_in_a_citation_or_reference_is_answered_in_our_words(stdio):
+    """A NUL cannot be in a file's name: the tool says so instead of Python's "embedded null byte",
+    and a [[...]] reference holding one is ignored like one that leaves parsed/."""
+    said = stdio.error("read_document", citation="parsed/dep\x00loy.md", name="demo")
+    assert "NUL character" in said and "not a document of demo" in said and "embedded null" not in said
+    _, data = stdio.ok("query_knowledge_base", query="[[parsed/dep\x00loy.md]] [[parsed/deploy.md]] rollbacks",
+                       name="demo")
+    assert data["status"] == "ok" and data["selected_files"][0]["path"] == "parsed/deploy.md"
+    assert data["missing"] == []
+
+
 def test_validate_context_run_agrees_with_the_schemas(stdio):
     _, data = stdio.ok("query_knowledge_base", query="token bucket", name="demo")
     _, verdict = stdio.ok("validate_context_run", run_id=data["run_id"])  # from the journal

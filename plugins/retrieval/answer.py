@@ -241,6 +241,8 @@ def read_citation(project: Path, citation: str) -> dict:
         raise CitationError(f"citation {_shown(citation)} is not parsed/<file>.md, parsed/<file>.md#L12-L40 "
                             "or parsed/<file>.md#page=3")
     rel = m.group("path").strip()
+    if "\x00" in rel:  # no file name holds one (the OS would refuse the path with its own words)
+        raise CitationError(f"{_shown(rel)} is not a document of {project.name} (a NUL character is in the name)")
     parts = PurePosixPath(rel).parts
     if rel.startswith("/") or ".." in parts or not parts or parts[0] != "parsed" or len(parts) < 2:
         raise CitationError(f"citation {_shown(citation)} is outside the parsed files of {project.name}")

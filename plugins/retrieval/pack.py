@@ -81,12 +81,13 @@ def neutralize_fence(text: str) -> str:
 
 def parse_explicit_refs(question: str) -> list[str]:
     """``[[parsed/x.md]]`` references in the question, in order, deduplicated.
-    Paths that try to leave ``parsed/`` (``..``, absolute) are ignored."""
+    Paths that try to leave ``parsed/`` (``..``, absolute) or that no file can have (a NUL
+    character) are ignored."""
     out: list[str] = []
     for m in EXPLICIT_REF_RE.finditer(question):
         ref = m.group(1).strip().replace("\\", "/")
         parts = PurePosixPath(ref).parts
-        if ".." in parts or ref.startswith("/") or ref in out:
+        if ".." in parts or ref.startswith("/") or "\x00" in ref or ref in out:
             continue
         out.append(ref)
     return out

@@ -155,9 +155,46 @@ class _StdinLines:
             os.close(null)
         self._file = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire, "rb"), encoding="utf-8", errors="replace"))
 
+        self.replies = None  # the transport's write stream, once it is open: where wire_error answers go
+
     async def __aiter__(self):
         async for line in self._file:
-            yield mend_line(line)
+            line = mend_line(line)
+            if not line.strip():
+                continue  # a blank line between messages is no message
+            problem = wire_error(line) if self.replies is not None else None
+            if problem is None:
+                yield line
+                continue
+            from mcp.shared.message import SessionMessage
+
+            await self.replies.send(SessionMessage(problem))
+
+
+def wire_error(line: str):
+    """The JSON-RPC error that answers ``line`` when it is not a JSON-RPC message (None when it
+    is one): -32700 for a line that is not JSON, -32600 for JSON that is not a request, a
+    notification or a response (with the line's ``id`` when it has a usable one). The SDK only
+    logged such a line, and a client that sent it waited for an answer forever."""
+    import mcp_types as types
+
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except ValueError:
+        pass
+    try:
+        data = json.loads(line)
+    except ValueError:
+        code, message, rid = -32700, "Parse error: the line is not JSON", None
+    else:
+        rid = data.get("id") if isinstance(data, dict) else None
+        if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+            rid = None
+        message = ("Invalid Request: not a JSON-RPC 2.0 message object" if not isinstance(data, dict)
+                   or data.get("jsonrpc") != "2.0" else "Invalid Request: not a valid JSON-RPC 2.0 request")
+        code = -32600
+    return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
 
 
 def bad_arguments(tool: str, error) -> str:
@@ -221,7 +258,9 @@ def build_server(knowledge):
         async def run_stdio_async(self) -> None:
             from mcp.server.stdio import stdio_server
 
-            async with stdio_server(stdin=_StdinLines()) as (read_stream, write_stream):
+            lines = _StdinLines()
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):
+                lines.replies = write_stream
                 await self._lowlevel_server.run(read_stream, write_stream,
                                                 self._lowlevel_server.create_initialization_options())
 

@@ -622,6 +622,50 @@ def test_a_lone_surrogate_in_a_request_is_answered_over_stdio(kbroot):
         proc.wait(timeout=10)
 
 
+def test_lines_that_are_not_json_rpc_are_answered_over_stdio(kbroot):
+    """JSON-RPC 2.0 answers a line that is not JSON with -32700 and JSON that is not a message
+    with -32600 (id null unless the line had a usable one). The SDK only logged such a line:
+    a client that sent one waited forever. Blank lines are no messages; the session goes on."""
+    import select
+
+    proc = subprocess.Popen([sys.executable, "-m", "kbwatch", "mcp", "--root", str(kbroot)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **env()}, cwd=str(REPO))
+
+    def send(line: str) -> None:
+        proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.flush()
+
+    def reply() -> dict:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready, "no reply in 60 s"
+        return json.loads(proc.stdout.readline())
+
+    try:
+        send("hello?")
+        assert reply() == {"jsonrpc": "2.0", "id": None,
+                           "error": {"code": -32700, "message": "Parse error: the line is not JSON"}}
+        send("")
+        send('{"id": 7, "method": "tools/list"}')  # no "jsonrpc": "2.0"
+        got = reply()
+        assert got["id"] == 7 and got["error"]["code"] == -32600, got
+        send("[1, 2]")
+        got = reply()
+        assert got["id"] is None and got["error"]["code"] == -32600, got
+        send('{"jsonrpc": "2.0", "id": true, "method": 3}')
+        got = reply()
+        assert got["id"] is None and got["error"]["code"] == -32600, got
+        send(INIT)  # the session still works
+        assert reply()["id"] == 1
+        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        send('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_knowledge_bases", "arguments": {}}}')
+        got = reply()
+        assert got["id"] == 2 and "demo" in got["result"]["content"][0]["text"], got
+    finally:
+        proc.stdin.close()
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_a_lone_surrogate_in_a_request_is_answered_over_http(kbroot, tmp_path):
     import urllib.request
 

@@ -590,23 +590,36 @@ LONE = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"query_k
        '"arguments":{"query":"token bucket \\ud800 %s"}}}'
 
 
+class RawStdio:
+    """``kbwatch mcp`` over stdio, spoken to line by line (what the SDK's client never sends)."""
+
+    def __init__(self, kbroot: Path):
+        self.proc = subprocess.Popen([sys.executable, "-m", "kbwatch", "mcp", "--root", str(kbroot)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, **env()}, cwd=str(REPO))
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self) -> dict:
+        import select
+
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
+        assert ready, "no reply in 60 s"
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
 def test_a_lone_surrogate_in_a_request_is_answered_over_stdio(kbroot):
     """The SDK's parser refuses such a line and the request got no reply at all (a client
     waits forever); now the surrogate reads as U+FFFD and the query is answered."""
-    import select
-
-    proc = subprocess.Popen([sys.executable, "-m", "kbwatch", "mcp", "--root", str(kbroot)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **env()}, cwd=str(REPO))
-
-    def send(line: str) -> None:
-        proc.stdin.write(line.encode() + b"\n")
-        proc.stdin.flush()
-
-    def reply() -> dict:
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
-        assert ready, "no reply in 60 s"
-        return json.loads(proc.stdout.readline())
-
+    proc = RawStdio(kbroot)
+    send, reply = proc.send, proc.reply
     try:
         send(INIT)
         assert reply()["id"] == 1
@@ -617,29 +630,15 @@ def test_a_lone_surrogate_in_a_request_is_answered_over_stdio(kbroot):
             assert answer["id"] == i and "result" in answer, answer
             assert "token bucket" in answer["result"]["content"][0]["text"]
     finally:
-        proc.stdin.close()
-        proc.terminate()
-        proc.wait(timeout=10)
+        proc.close()
 
 
 def test_lines_that_are_not_json_rpc_are_answered_over_stdio(kbroot):
     """JSON-RPC 2.0 answers a line that is not JSON with -32700 and JSON that is not a message
     with -32600 (id null unless the line had a usable one). The SDK only logged such a line:
     a client that sent one waited forever. Blank lines are no messages; the session goes on."""
-    import select
-
-    proc = subprocess.Popen([sys.executable, "-m", "kbwatch", "mcp", "--root", str(kbroot)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **env()}, cwd=str(REPO))
-
-    def send(line: str) -> None:
-        proc.stdin.write(line.encode() + b"\n")
-        proc.stdin.flush()
-
-    def reply() -> dict:
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
-        assert ready, "no reply in 60 s"
-        return json.loads(proc.stdout.readline())
-
+    proc = RawStdio(kbroot)
+    send, reply = proc.send, proc.reply
     try:
         send("hello?")
         assert reply() == {"jsonrpc": "2.0", "id": None,
@@ -661,9 +660,7 @@ def test_lines_that_are_not_json_rpc_are_answered_over_stdio(kbroot):
         got = reply()
         assert got["id"] == 2 and "demo" in got["result"]["content"][0]["text"], got
     finally:
-        proc.stdin.close()
-        proc.terminate()
-        proc.wait(timeout=10)
+        proc.close()
 
 
 def test_a_lone_surrogate_in_a_request_is_answered_over_http(kbroot, tmp_path):

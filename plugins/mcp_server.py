@@ -154,7 +154,6 @@ class _StdinLines:
         finally:
             os.close(null)
         self._file = anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire, "rb"), encoding="utf-8", errors="replace"))
-
         self.replies = None  # the transport's write stream, once it is open: where wire_error answers go
 
     async def __aiter__(self):
@@ -162,13 +161,17 @@ class _StdinLines:
             line = mend_line(line)
             if not line.strip():
                 continue  # a blank line between messages is no message
-            problem = wire_error(line) if self.replies is not None else None
+            # (a line of add_source content can be tens of MB: parsed once, by the SDK, as before)
+            problem = wire_error(line) if self.replies is not None and len(line) <= WIRE_CHECK_CHARS else None
             if problem is None:
                 yield line
                 continue
             from mcp.shared.message import SessionMessage
 
             await self.replies.send(SessionMessage(problem))
+
+
+WIRE_CHECK_CHARS = 1 << 20  # longer lines are not parsed twice (see _StdinLines)
 
 
 def wire_error(line: str):
@@ -187,6 +190,8 @@ def wire_error(line: str):
         data = json.loads(line)
     except ValueError:
         code, message, rid = -32700, "Parse error: the line is not JSON", None
+    except RecursionError:
+        code, message, rid = -32700, "Parse error: the line is nested too deeply", None
     else:
         rid = data.get("id") if isinstance(data, dict) else None
         if isinstance(rid, bool) or not isinstance(rid, (int, str)):

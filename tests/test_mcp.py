@@ -653,6 +653,9 @@ def test_lines_that_are_not_json_rpc_are_answered_over_stdio(kbroot):
         send('{"jsonrpc": "2.0", "id": true, "method": 3}')
         got = reply()
         assert got["id"] is None and got["error"]["code"] == -32600, got
+        send("[" * 50000 + "]" * 50000)  # JSON nested past any parser's depth: no crash, an answer
+        got = reply()
+        assert got["id"] is None and got["error"]["code"] == -32700, got
         send(INIT)  # the session still works
         assert reply()["id"] == 1
         send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))

@@ -64,13 +64,30 @@ def _letters_outside_markup_by_window(markdown: str) -> bool:
             if close < 0:
                 continue
             start, opened = close + 3, -1
-        raw = markdown[start:w.own_end]
-        last = raw.rfind("<!--")
-        if last >= 0 and raw.find("-->", last + 4) < 0:
-            opened = start + last  # _COMMENT reads it to the end of raw, as one " "
-        lines, newline, line = (line + _COMMENT.sub(" ", raw)).rpartition("\n")
+        rest, left_open = _comments_set_aside(markdown[start:w.own_end])
+        if left_open >= 0:
+            opened = start + left_open
+        lines, newline, line = (line + rest).rpartition("\n")
         if len(line) > _WINDOW:  # a line longer than a window: looked at in pieces
             lines, newline, line = lines + newline + line, "", ""
         if _letters_outside_lines(lines + newline):
             return True
     return bool(line) and _letters_outside_lines(line)
+
+
+def _comments_set_aside(raw: str) -> tuple[str, int]:
+    """``_COMMENT.sub(" ", raw)``, and where the comment left open at its end begins (-1: none).
+
+    The open one is the last match when it did not end in its own ``-->``: a ``<!--`` after the
+    last ``-->`` can stand inside a comment opened earlier (``<!--<!-- … <!-->``, whose ``-->``
+    closes the first), so it is the matches, not a search back from the end, that say which."""
+    parts, pos, last = [], 0, None
+    for last in _COMMENT.finditer(raw):
+        parts.append(raw[pos:last.start()])
+        parts.append(" ")
+        pos = last.end()
+    if last is None:
+        return raw, -1
+    parts.append(raw[pos:])
+    closed = last.end() - last.start() >= 7 and raw.startswith("-->", last.end() - 3)
+    return "".join(parts), -1 if closed else last.start()

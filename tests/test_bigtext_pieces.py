@@ -61,6 +61,12 @@ def test_the_no_text_rule_by_window_agrees_with_the_whole_text_rule(doc):
     # its comment; a letter follows
     "<!--" + "a" * 58 + "-->" + "b\n" + "-\n" * 40,
     "<!--" + "a" * 58 + "-->" + "-\n" + "-\n" * 40,
+    # the window's last "<!--" stands inside a comment opened before it, whose "-->" it holds
+    # ("<!-->"): nothing is left open at the cut, and the next window's word is text
+    "<!-- page: 3 -->\n<!-- page: 3 --><!--<!--\n*(empty sheet)*<!-->\nword",
+    "<!-- page: 3 -->\n<!-- page: 3 --><!--<!--\n*(empty sheet)*<!---->\nword",
+    # and one that opens there, with nothing open before it, stays open: its "-->" overlaps it
+    "<!-- page: 3 -->\n<!-- page: 3 -->\n*(empty sheet)*\n-----<!-->\nword-->\n",
 ])
 def test_the_no_text_rule_by_window_on_lines_joined_by_comments_and_cut_comments(doc, small_windows):
     assert len(doc) > 64

@@ -64,6 +64,16 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(_MADE_CACHE, ignore_errors=True)
 
 
+def process_running(pid: int) -> bool:
+    """True while ``pid`` is a process that has not ended (a zombie has ended: in a container,
+    the init that inherits an orphan may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def shared_or_skip(*parts: str) -> Path:
     path = SHARED.joinpath(*parts)
     if not path.exists():

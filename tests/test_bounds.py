@@ -6,7 +6,7 @@ import os
 import signal
 import time
 
-from conftest import ingest, read_manifest
+from conftest import ingest, process_running, read_manifest
 
 SLOW_PLUGIN = '''
 import time
@@ -59,16 +59,6 @@ def test_timeout_kills_the_worker_and_the_next_file_still_parses(project):
     assert (project / "parsed" / "fine.md").read_text().endswith("quick enough\n")
 
 
-def _running(pid: int) -> bool:
-    """True while ``pid`` is a process that has not ended (a zombie has ended: in a container,
-    the init that inherits an orphan may never reap it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_a_timeout_kills_the_helper_programs_the_parser_started(project, tmp_path):
     _setup(project)
     pid_file = tmp_path / "helper.pid"
@@ -79,12 +69,12 @@ def test_a_timeout_kills_the_helper_programs_the_parser_started(project, tmp_pat
     pid = int(pid_file.read_text())
     try:
         for _ in range(50):  # SIGKILL is delivered at once; the process may take a moment to go
-            if not _running(pid):
+            if not process_running(pid):
                 break
             time.sleep(0.1)
-        assert not _running(pid), "the parser's helper program outlived the worker that was killed"
+        assert not process_running(pid), "the parser's helper program outlived the worker that was killed"
     finally:
-        if _running(pid):
+        if process_running(pid):
             os.kill(pid, signal.SIGKILL)
 
 

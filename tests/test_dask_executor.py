@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, SHARED, ingest, kbwatch, run_records, schema
+from conftest import FIXTURES, REPO, SHARED, ingest, kbwatch, process_running, run_records, schema
 
 distributed = pytest.importorskip("distributed", reason="distributed is not installed (pip install 'kbwatch[cluster]')")
 
@@ -628,15 +628,6 @@ def test_ctrl_c_to_the_terminal_stops_a_local_cluster_in_order(tmp_path):
     # and the cluster's worker processes are gone with the service
     workers = {int(m.name.rsplit(".", 1)[1]) for m in marks.iterdir()}
     deadline = time.monotonic() + 20
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(process_running(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not any(_alive(pid) for pid in workers)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    assert not any(process_running(pid) for pid in workers)

@@ -21,6 +21,7 @@ import pytest
 
 from kbwatch.pipeline.errors import PermanentError, TransientError
 from kbwatch.pipeline.workers import WorkerPool
+from conftest import process_running
 
 # run in a worker: start a helper program, leave a file in a temporary folder, then hang
 HANGS = """
@@ -31,15 +32,6 @@ open(os.path.join(left, "page.png"), "wb").write(b"x" * 1024)
 open({out!r}, "w").write(json.dumps([helper.pid, left, os.environ.get("TMPDIR", "")]))
 time.sleep(120)
 """
-
-
-def _running(pid: int) -> bool:
-    """True while ``pid`` has not ended (a zombie has: an orphan's init may never reap it)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _when_written(out, then) -> threading.Thread:
@@ -59,13 +51,13 @@ def _gone(helper: int, left: str, private: str) -> None:
     assert private and os.path.basename(private).startswith("kbwatch-worker-")
     assert left.startswith(private + os.sep), (left, private)  # the task's temporary files were in it
     for _ in range(50):
-        if not _running(helper):
+        if not process_running(helper):
             break
         time.sleep(0.1)
     try:
-        assert not _running(helper), "the helper program outlived its worker"
+        assert not process_running(helper), "the helper program outlived its worker"
     finally:
-        if _running(helper):
+        if process_running(helper):
             os.kill(helper, signal.SIGKILL)
     assert not os.path.exists(private), "the worker's temporary folder was left behind"
 
@@ -142,7 +134,6 @@ def test_a_stopped_worker_removes_its_temporary_folder():
         assert not os.path.exists(private)
     finally:
         pool.close()
-
 
 
 # a service in a terminal: its process group gets a Ctrl-C (SIGINT to the group) while a worker starts

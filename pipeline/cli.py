@@ -17,7 +17,7 @@ import click
 
 from kbwatch.pipeline import __version__, confine
 from kbwatch.pipeline.fsutil import printable
-from kbwatch.pipeline.config import resolve_root
+from kbwatch.pipeline.config import resolve_root, root_argument
 from kbwatch.pipeline.errors import ConfigError, KbwatchError
 from kbwatch.pipeline.lazylog import logger
 
@@ -116,10 +116,7 @@ def _make_root(root: str | None) -> Path | None:
     one: any other command given a root that is not there is a typo to report, not a folder to
     create. A path through a dangling link, or one where a file stands, is left to
     :func:`resolve_root`'s message."""
-    value = root or os.environ.get("KBWATCH_ROOT")
-    if not value:
-        return None
-    path = Path(value).expanduser()
+    value, path = root_argument(root)
     if os.path.lexists(path):
         return None
     try:

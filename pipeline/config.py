@@ -249,9 +249,14 @@ def _state_dir(root: str, value: str) -> Path:
     return path if path.is_absolute() else Path(root) / path
 
 
-def resolve_root(root: str | None) -> Path:
+def root_argument(root: str | None) -> tuple[str, Path]:
+    """The root as given (``--root``, else ``$KBWATCH_ROOT``, else ``.``) and as a path, ``~`` expanded."""
     value = root or os.environ.get("KBWATCH_ROOT") or "."
-    path = Path(value).expanduser()
+    return value, Path(value).expanduser()
+
+
+def resolve_root(root: str | None) -> Path:
+    value, path = root_argument(root)
     if not path.exists():
         raise ConfigError(f"--root: {value}: no such directory")
     if not path.is_dir():

@@ -295,9 +295,9 @@ class Knowledge:
             os.close(confine.open_dir(target.parent, create=True))
             atomic_write(target, data)
         except confine.Escape:
-            raise ConfigError(f"filename {filename!r} leaves sources/") from None
+            raise ConfigError(f"filename {_shown(filename)} leaves sources/") from None
         except OSError as exc:
-            raise KbwatchError(f"could not write sources/{rel}: {exc.strerror or exc}") from None
+            raise KbwatchError(f"could not write {_shown('sources/' + rel)}: {exc.strerror or exc}") from None
         source = f"sources/{rel}"
         from kbwatch.pipeline.status import service_state
 
@@ -328,7 +328,7 @@ class Knowledge:
 
         project = self._project(name)
         if status not in KNOWLEDGE_STATUSES:
-            raise ConfigError(f"unknown status {status!r}: use one of {', '.join(KNOWLEDGE_STATUSES)}")
+            raise ConfigError(f"unknown status {_shown(status)}: use one of {', '.join(KNOWLEDGE_STATUSES)}")
         if self.readonly:
             raise KbwatchError(f"knowledge base {name} is read-only here: its status cannot be changed")
         pending = self._pending(name)
@@ -367,8 +367,8 @@ class Knowledge:
     def _find_record(self, run_id: str) -> dict:
         from kbwatch.pipeline.project import discover_projects
 
-        if not re.fullmatch(r"[A-Za-z0-9._-]+", run_id):
-            raise ConfigError(f"no context run {run_id!r}")
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,200}", run_id):  # a longer one is no file name
+            raise ConfigError(f"no context run {_shown(run_id)}")
         try:
             found = self.kb.journal.context_run(run_id)
         except sqlite3.Error:
@@ -384,7 +384,7 @@ class Knowledge:
                     raise KbwatchError(f"runs/{run_id}.json of {p.name} is not valid JSON") from None
                 except OSError as exc:  # a link or a FIFO planted in runs/
                     raise KbwatchError(f"runs/{run_id}.json of {p.name}: {exc.strerror or exc}") from None
-        raise ConfigError(f"no context run {run_id!r} (in the journal or any runs/ folder)")
+        raise ConfigError(f"no context run {_shown(run_id)} (in the journal or any runs/ folder)")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -419,19 +419,19 @@ def _source_name(filename: str, patterns: list[str] = ()) -> str:
     parts = PurePosixPath(name).parts
     if (name.startswith("/") or re.match(r"^[A-Za-z]:", name) or not parts or ".." in parts
             or any(p.startswith(".") for p in parts) or "\0" in name or "\n" in name):
-        raise ConfigError(f"filename {filename!r} leaves sources/ (give a plain relative name such as notes.md)")
+        raise ConfigError(f"filename {_shown(filename)} leaves sources/ (give a plain relative name such as notes.md)")
     if not PurePosixPath(name).suffix:
-        raise ConfigError(f"filename {filename!r} has no extension (kbwatch picks the parser by it)")
+        raise ConfigError(f"filename {_shown(filename)} has no extension (kbwatch picks the parser by it)")
     rel = "/".join(parts)
     # a name the watcher and ingest never take would sit in sources/ for good, reported "queued"
     from kbwatch.pipeline.sources import is_ignored, name_problem
 
     problem = name_problem(rel)
     if problem:
-        raise ConfigError(f"filename {filename[:200]!r} is not taken: {problem}")
+        raise ConfigError(f"filename {_shown(filename)} is not taken: {problem}")
     ignored = next((p for p in parts if is_ignored(p, patterns)), None)
     if ignored is not None:
-        raise ConfigError(f"filename {filename[:200]!r} is not taken: {ignored!r} matches [ignore] patterns "
+        raise ConfigError(f"filename {_shown(filename)} is not taken: {ignored!r} matches [ignore] patterns "
                           "(temporary and lock files are never ingested)")
     return rel
 

@@ -161,8 +161,8 @@ class _StdinLines:
             line = mend_line(line)
             if not line.strip():
                 continue  # a blank line between messages is no message
-            # (a line of add_source content can be tens of MB: parsed once, by the SDK, as before)
-            problem = wire_error(line) if self.replies is not None and len(line) <= WIRE_CHECK_CHARS else None
+            # every line is checked, a long one too (add_source content: 20 MB is checked in ~40 ms)
+            problem = wire_error(line) if self.replies is not None else None
             if problem is None:
                 yield line
                 continue
@@ -171,21 +171,22 @@ class _StdinLines:
             await self.replies.send(SessionMessage(problem))
 
 
-WIRE_CHECK_CHARS = 1 << 20  # longer lines are not parsed twice (see _StdinLines)
-
-
 def wire_error(line: str):
     """The JSON-RPC error that answers ``line`` when it is not a JSON-RPC message (None when it
     is one): -32700 for a line that is not JSON, -32600 for JSON that is not a request, a
-    notification or a response (with the line's ``id`` when it has a usable one). The SDK only
-    logged such a line, and a client that sent it waited for an answer forever."""
+    notification or a response (with the line's ``id`` when it has a usable one), and for a
+    request whose ``id`` is not a string or an integer (MCP: "the ID MUST NOT be null"; the SDK
+    read one as a notification). The SDK only logged such a line, or ignored it, and a client
+    that sent it waited for an answer forever."""
     import mcp_types as types
 
     try:
-        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return None
+        valid = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError:
-        pass
+        valid = None
+    # a request whose id is not a string or an integer (1.5, true, null, {}) reads as a notification
+    if valid is not None and not (isinstance(valid, types.JSONRPCNotification) and '"id"' in line):
+        return None
     try:
         data = json.loads(line)
     except ValueError:
@@ -193,6 +194,11 @@ def wire_error(line: str):
     except RecursionError:
         code, message, rid = -32700, "Parse error: the line is nested too deeply", None
     else:
+        if valid is not None:  # read as a notification: one unless it has an "id"
+            if not isinstance(data, dict) or "id" not in data:
+                return None
+            return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+                code=-32600, message="Invalid Request: an id must be a string or an integer"))
         rid = data.get("id") if isinstance(data, dict) else None
         if isinstance(rid, bool) or not isinstance(rid, (int, str)):
             rid = None
@@ -200,6 +206,16 @@ def wire_error(line: str):
                    or data.get("jsonrpc") != "2.0" else "Invalid Request: not a valid JSON-RPC 2.0 request")
         code = -32600
     return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
+
+
+ERROR_CHARS = 1000  # the longest tool error: the messages cut what they quote; this is the net
+
+
+def one_sentence(exc: BaseException) -> str:
+    """``exc``'s message on one line, at most ``ERROR_CHARS`` characters (an argument quoted in it
+    may be megabytes, and every character of an error lands in the model's context)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS - 1] + "…"
 
 
 def bad_arguments(tool: str, error) -> str:
@@ -287,9 +303,9 @@ def build_server(knowledge):
             try:
                 return fn(*args, **kwargs)
             except KbwatchError as exc:  # ConfigError too: the one sentence the caller needs
-                raise ToolError(" ".join(str(exc).split())) from None
+                raise ToolError(one_sentence(exc)) from None
             except (ValueError, TypeError) as exc:
-                raise ToolError(" ".join(str(exc).split()) or "bad argument") from None
+                raise ToolError(one_sentence(exc) or "bad argument") from None
             except Exception as exc:  # a bug: one line for the client, the traceback in the log
                 from kbwatch.pipeline.lazylog import logger
 

@@ -272,6 +272,15 @@ def test_a_huge_query_or_name_is_refused_and_not_kept(stdio, kbroot):
     assert after - before < 1_000_000, (before, after)
     msg = stdio.error("read_knowledge_base", name="x" * 1_000_000)
     assert "unknown knowledge base" in msg and len(msg) < 300, len(msg)
+    # every tool cuts what it quotes of an argument (these were echoed whole: 100 KB of error text)
+    huge = "x" * 100_000
+    for tool, args, said in (("set_knowledge_status", {"name": "demo", "status": huge}, "unknown status"),
+                             ("add_source", {"name": "demo", "filename": huge + ".md", "content": "hi"}, "could not write"),
+                             ("add_source", {"name": "demo", "filename": "../" + huge + ".md", "content": "hi"}, "leaves sources/"),
+                             ("add_source", {"name": "demo", "filename": huge, "content": "hi"}, "no extension"),
+                             ("validate_context_run", {"run_id": huge}, "no context run")):
+        msg = stdio.error(tool, **args)
+        assert said in msg and len(msg) < 400, (tool, said, len(msg), msg[:200])
     text, data = stdio.ok("query_knowledge_base", query="token " * 600, name="demo")  # long, under the bound
     assert data["status"] in ("ok", "no_match")
 
@@ -656,6 +665,18 @@ def test_lines_that_are_not_json_rpc_are_answered_over_stdio(kbroot):
         send("[" * 50000 + "]" * 50000)  # JSON nested past any parser's depth: no crash, an answer
         got = reply()
         assert got["id"] is None and got["error"]["code"] == -32700, got
+        # an id that is not a string or an integer: the SDK read these as notifications, no answer
+        for rid in ("1.5", "true", "null", "{}"):
+            send(f'{{"jsonrpc": "2.0", "id": {rid}, "method": "ping"}}')
+            got = reply()
+            assert got["id"] is None and got["error"]["code"] == -32600 and "id" in got["error"]["message"], (rid, got)
+        # lines over a megabyte are checked too (they were passed on unchecked, and dropped)
+        send('{"jsonrpc": "2.0", "id": 8, "method": "ping", "params": {"pad": "' + "x" * 1_500_000)
+        got = reply()
+        assert got["id"] is None and got["error"]["code"] == -32700, got
+        send('{"jsonrpc": "1.0", "id": 9, "method": "ping", "params": {"pad": "' + "x" * 1_500_000 + '"}}')
+        got = reply()
+        assert got["id"] == 9 and got["error"]["code"] == -32600, got
         send(INIT)  # the session still works
         assert reply()["id"] == 1
         send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))

@@ -250,6 +250,14 @@ def atomic_write_many(items: list[tuple[Path, str | bytes]], also_durable=()) ->
     fsync_dirs({p.parent for p, _ in items})
 
 
+def kept_mode(mode: int) -> int:
+    """The permission bits a copy kept for the service (archive/, a snapshot) gets from its source:
+    the source's, without set-user-ID, set-group-ID and sticky bits and without write for group and
+    others, and readable by the service. The copy belongs to the service's account: a dropped file
+    with mode 4755 kept as such became a program anyone runs as that account (root, often)."""
+    return (stat.S_IMODE(mode) & 0o755) | stat.S_IRUSR
+
+
 def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
     """Copy ``src`` to ``dst`` through a temp file + rename, keeping mtime.
 
@@ -271,10 +279,11 @@ def copy_file(src: Path, dst: Path, fsync: bool = False) -> None:
                     os.fsync(fout.fileno())
                 if dfd is not None:  # copystat by descriptor: mode bits and times
                     st = os.fstat(fin.fileno())
-                    os.chmod(fout.fileno(), stat.S_IMODE(st.st_mode))
+                    os.chmod(fout.fileno(), kept_mode(st.st_mode))
                     os.utime(fout.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))
             if dfd is None:
                 shutil.copystat(src, tmp, follow_symlinks=False)
+                os.chmod(tmp, kept_mode(os.stat(tmp).st_mode))
             _replace(tmp, dst, dfd)
         except BaseException:
             _discard(tmp, dfd)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbwatch.pipeline import confine
-from kbwatch.pipeline.fsutil import write_all
+from kbwatch.pipeline.fsutil import kept_mode, write_all
 from kbwatch.pipeline.sources import file_refusal
 
 CHUNK = 1024 * 1024
@@ -109,7 +109,7 @@ def _copy(fd: int, snapshot: Path, st: os.stat_result) -> tuple[str, int]:
                 write_all(out, chunk)
                 copied += len(chunk)
             # the archive copy is this file (hard link): give it the source's mode and times
-            os.chmod(out, stat.S_IMODE(st.st_mode) | stat.S_IRUSR)
+            os.chmod(out, kept_mode(st.st_mode))
             os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
         finally:
             os.close(out)

@@ -705,6 +705,37 @@ def test_the_state_dir_and_the_snapshots_are_not_writable_by_others(tmp_path):
     intake.discard(folder)
 
 
+def test_archive_copies_never_keep_set_id_or_world_write_bits(tmp_path, service):
+    """The archive copy belongs to the service's account: a dropped file of mode 4755 was kept as
+    such, a program anyone could run as that account (root, often: a polyglot ELF + docx ran with
+    euid 0), and one of mode 0666 became a world-writable "original". The copy keeps the read and
+    execute bits only, and the owner's write; the plain copy (across filesystems) does the same."""
+    import stat as st_
+
+    from kbwatch.pipeline.fsutil import copy_file
+
+    root = make_root(tmp_path, projects=("p",))
+    sources = root / "p" / "sources"
+    modes = {"setuid.md": 0o4755, "setgid.md": 0o2775, "all.md": 0o6777, "shared.md": 0o666, "plain.md": 0o640}
+    for name, mode in modes.items():
+        (sources / name).write_text(f"# {name}\n\ntext\n", encoding="utf-8")
+        os.chmod(sources / name, mode)
+        assert st_.S_IMODE((sources / name).stat().st_mode) == mode  # the owner may set them
+    svc = service(root).start()
+    wait_for(lambda: len(manifest_files(root / "p")) == len(modes) and not any(sources.glob("*.md")), 60,
+             "the files", proc=svc)
+    code, _ = svc.terminate()
+    assert code == 0
+    kept = {p.name.split("_")[0]: st_.S_IMODE(p.stat().st_mode) for p in (root / "p" / "archive").glob("*.md")}
+    assert kept == {"setuid": 0o755, "setgid": 0o755, "all": 0o755, "shared": 0o644, "plain": 0o640}, \
+        {k: oct(v) for k, v in kept.items()}
+    src = tmp_path / "x.md"
+    src.write_text("x", encoding="utf-8")
+    os.chmod(src, 0o6777)
+    copy_file(src, tmp_path / "y.md")
+    assert st_.S_IMODE((tmp_path / "y.md").stat().st_mode) == 0o755
+
+
 def test_a_fifo_in_place_of_a_project_file_hangs_nothing(tmp_path):
     """A FIFO planted as KNOWLEDGE.md (or project.md, manifest.json) used to hang ``status``,
     ``ingest`` and the service on their first read of it (a blocking open with no writer). Now the

@@ -159,13 +159,23 @@ class Knowledge:
         if not reasons:
             reasons.append("no findings pending" if status == "ready" else f"KNOWLEDGE.md says {status}")
         pm = ProjectMd.load(project / "project.md", name, self.settings["project"]["language"])
-        files = [{"name": cells[0], "parsed": cells[1], "summary": cells[3]} for cells in pm.rows.values()]
+        # a held document's summary is its own text (its first sentence): not shown to a model
+        held = self._held(name)
+        files = [{"name": cells[0], "parsed": cells[1], "summary": "" if cells[1] in held else cells[3],
+                  **({"held_back": held[cells[1]]} if cells[1] in held else {})} for cells in pm.rows.values()]
         return {
             "name": name, "status": status, "status_reason": "; ".join(reasons),
             "overview": ov["overview"], "overview_built": ov["built"], "overview_stale": ov["stale"],
             "documents_since_overview": ov["documents_since"], "key_points": ov["key_points"],
             "files": files, "pending_reviews": pending,
         }
+
+    def _held(self, project: str) -> dict[str, str]:
+        """parsed path -> why, for the documents held back from models (findings pending or rejected)."""
+        try:
+            return self.kb.journal.held_documents(project)
+        except sqlite3.Error:  # no journal to ask (as _pending)
+            return {}
 
     # -- query -------------------------------------------------------------
     def query(self, query: str, name: str | None = None, max_files: int = 6, budget_chars: int = 4000,

@@ -213,7 +213,11 @@ def kb_summarize(project: str, documents: list[dict], settings: Settings) -> dic
 
     :param project: the project name.
     :param documents: one dict per document, in file-index order:
-        ``{"name", "parsed", "archived", "text"}``.
+        ``{"name", "parsed", "archived", "text", "held"}``. ``held`` says why a
+        document is held back from models (findings pending or rejected in
+        review), else None: the overview and key points are shown to models
+        (``ask``, MCP), so leave a held document's text out of them (its
+        ``summaries`` entry is for project.md's file index, which people read).
     :param settings: the resolved configuration.
     :returns: ``{"overview": str, "key_points": [str], "summaries": {name: str}}``
         or None to defer.

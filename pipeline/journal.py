@@ -417,6 +417,23 @@ class Journal:
                 )
             )
 
+    def held_documents(self, project: str) -> dict[str, str]:
+        """parsed path -> why, for the documents of ``project`` whose current findings are
+        pending or were rejected in review: what is held back from a model (``ask``, MCP,
+        the overview ``rebuild`` writes) unless asked for."""
+        with self._lock:
+            rows = list(self.db.query(
+                "select path, decision, count(*) as n from findings where project = ? and current = 1 "
+                "and decision in ('pending', 'rejected') group by path, decision order by path, decision",
+                [project],
+            ))
+        out: dict[str, str] = {}
+        for r in rows:
+            if r["path"]:
+                what = "pending review" if r["decision"] == "pending" else "rejected in review"
+                out[r["path"]] = (out[r["path"]] + "; " if r["path"] in out else "") + f"{r['n']} finding(s) {what}"
+        return out
+
     def supersede_findings(self, project: str, document: str) -> None:
         """Findings of older versions of a document stop counting."""
         with self._lock:

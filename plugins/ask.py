@@ -27,21 +27,6 @@ from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
 from kbwatch.plugins.retrieval.navigation import open_index
 
 
-def flagged_documents(journal, project: str) -> dict[str, str]:
-    """parsed path -> reason, for documents with pending or rejected findings."""
-    rows = journal.db.query(
-        "select path, decision, count(*) as n from findings where project = ? and current = 1 "
-        "and decision in ('pending', 'rejected') group by path, decision",
-        [project],
-    )
-    out: dict[str, str] = {}
-    for r in rows:
-        if r["path"]:
-            what = "pending review" if r["decision"] == "pending" else "rejected in review"
-            out[r["path"]] = (out.get(r["path"], "") + "; " if r["path"] in out else "") + f"{r['n']} finding(s) {what}"
-    return out
-
-
 class Asker:
     """Everything needed to answer questions about one project, opened once."""
 
@@ -64,7 +49,7 @@ class Asker:
             front = {}
         self.pending_reviews = len(kb.journal.pending_findings(project.name))
         self.status, self.trust, self.grounding = pack_labels(front, self.pending_reviews, kb.settings)
-        self.flagged = flagged_documents(kb.journal, project.name)
+        self.flagged = kb.journal.held_documents(project.name)
         self.include_flagged = include_flagged
         if project_md is not None:  # vetted by the core (a placeholder overview taken out)
             self.project_md = project_md
@@ -142,7 +127,7 @@ def kb_read_document(kb, project, citation):
     except OSError:
         front = {}
     try:
-        flagged = flagged_documents(kb.journal, project.name)
+        flagged = kb.journal.held_documents(project.name)
         pending = len(kb.journal.pending_findings(project.name))
     except Exception:  # a journal that cannot be read: no flags known
         flagged, pending = {}, 0

@@ -38,6 +38,7 @@ def rebuild_project_locked(project: Path, settings: dict, plugins, journal) -> d
     manifest = Manifest.load(project / "manifest.json", project.name, "")
     pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
     documents, inputs = [], []
+    held = journal.held_documents(project.name) if journal is not None else {}
     for entry in manifest.active_files():
         path = project / entry["parsed"]
         try:  # never through a link planted in parsed/ (it could lead to any file the service can read)
@@ -51,6 +52,7 @@ def rebuild_project_locked(project: Path, settings: dict, plugins, journal) -> d
             "name": entry["name"], "ext": entry["ext"], "parsed": entry["parsed"],
             "archived": entry["versions"][-1]["archived"] if entry["versions"] else "",
             "text": data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n"),
+            "held": held.get(entry["parsed"]),
         })
         inputs.append({"path": entry["parsed"], "sha256": hashlib.sha256(data).hexdigest()})
         del data

@@ -24,6 +24,13 @@ from .pack import PREAMBLE_EN, PREAMBLE_ZH, escape_attr, neutralize_fence, new_r
 
 NOT_FOUND = ("当前知识库未找到相关内容。请据此回答“未找到”，不要编造，也不要要求用户提供文章。\n"
              "Nothing relevant in this knowledge base. Say so; do not invent an answer.")
+# nothing could be given, but documents that matched were held back for review: "not found" would be
+# untrue, and a model told so says the knowledge base has no answer
+HELD_BACK = ("可提供的文档中未找到相关内容；以下文件与问题相关，但有待审核的风险发现，暂不提供：\n"
+             "Nothing relevant among the documents that can be given. These documents matched but are held back "
+             "until their findings are reviewed:")
+HELD_BACK_END = ("请告诉用户答案可能在这些待审核的文件中；不要编造，也不要猜测其内容。\n"
+                 "Say that the answer may be in a document awaiting review; do not invent an answer or guess its content.")
 MAX_READ_LINES = 400
 MAX_READ_CHARS = 20000
 
@@ -60,6 +67,21 @@ def _inert_snippets(text: str, pack) -> str:
         if safe != body:
             text = text.replace(head + body, head + safe, 1)
     return text
+
+
+def _held_back(packs, multi: bool) -> list[str]:
+    """The documents each pack left out because findings wait for review although they were
+    referenced or would have answered (:attr:`Pack.held_back`), each with why:
+    ``parsed/x.md (1 finding(s) pending review)``."""
+    held = []
+    for n, p in packs:
+        said = {w.get("path"): w.get("message", "") for w in p.record["activated_packs"][0].get("warnings", [])}
+        for path in getattr(p, "held_back", []):
+            why = said.get(path, "").partition(" excluded: ")[2].split(" (use --include-flagged")[0]
+            held.append(f"{n}: {path}" if multi else path)
+            if why:
+                held[-1] += f" ({why})"
+    return held
 
 
 def _insert_warnings(text: str, lines: list[str]) -> str:
@@ -118,7 +140,8 @@ def answer_from_packs(packs: list[tuple[str, object]], query: str, budget: int,
             record_packs = [entry]
         for entry in record_packs:
             entry["selected_files"], entry["source_anchors"] = [], []
-        body = NOT_FOUND
+        held = _held_back(packs, multi)
+        body = NOT_FOUND if not held else HELD_BACK + "\n" + "\n".join(f"- {h}" for h in held) + "\n" + HELD_BACK_END
         if refs_missing:
             body += "\n" + "\n".join(f"用户引用了 {m}，但该文件不存在 / {m} was referenced but does not exist"
                                       for m in refs_missing)
@@ -139,7 +162,10 @@ def answer_from_packs(packs: list[tuple[str, object]], query: str, budget: int,
             "nothing relevant in any knowledge base"
         gate = [p.relevance.reason for _, p in packs
                 if getattr(p, "relevance", None) is not None and p.relevance.status == "no_match" and p.relevance.reason]
-        if gate:
+        if held:  # the gate judged only what could be given: its reason would say nothing matched
+            reason = (f"nothing relevant that can be given: {len(held)} matching document(s) held back until "
+                      "their findings are reviewed")
+        elif gate:
             reason += f" ({gate[0]})"
         status = "no_match"
     else:

@@ -157,6 +157,9 @@ class Pack:
     warnings: list[dict] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
+    # of ``excluded``: the explicit references, and the searched documents that would have
+    # passed the relevance gate on their own (held back from an answer, not irrelevant)
+    held_back: list[str] = field(default_factory=list)
     nothing_found: bool = False
     relevance: Relevance | None = None  # ok / no_match of the ranked search (None: no search ran)
 
@@ -375,6 +378,7 @@ def build_pack(
     # ---- ranked files
     ranked_docs = []
     searched = []  # every document the search returned, for the relevance decision
+    held_hits = []  # the flagged ones among them, left out
     if index is not None and qtokens:
         want = max_files + len(refs) + len(flagged_map) + 2
         for d in index.search_documents(project, query_text, limit=want, chunks_per_doc=chunks_per_file):
@@ -383,6 +387,7 @@ def build_pack(
             if d.doc_path in flagged_map and not include_flagged:
                 if d.doc_path not in excluded:
                     excluded.append(d.doc_path)
+                    held_hits.append(d)
                 continue
             searched.append(d)
             if len(ranked_docs) < max_files:
@@ -391,6 +396,9 @@ def build_pack(
     relevance = judge_relevance(index, project, query_text, searched) if index is not None and query_text else None
     if relevance is not None and relevance.no_match:
         ranked_docs = []
+    held_back = [r for r in refs if r in excluded]
+    if held_hits and index is not None and query_text and not judge_relevance(index, project, query_text, held_hits).no_match:
+        held_back += [d.doc_path for d in held_hits]
 
     if excluded:
         for p in excluded:
@@ -552,6 +560,7 @@ def build_pack(
         warnings=warnings,
         missing=missing,
         excluded=excluded,
+        held_back=held_back,
         nothing_found=nothing,
         relevance=relevance,
     )

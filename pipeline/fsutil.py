@@ -409,6 +409,31 @@ def fsync_paths(paths) -> None:
         fsync_dir(Path(d))
 
 
+def linked_state_dir(root: Path, state: Path) -> str | None:
+    """Why the state folder may not be used when it lies below the root and it, or a folder on the
+    way to it, is a symbolic link (anyone who can write to the shared root could plant one, and
+    the journal, the lock, the index and the snapshots would be written where it points); else
+    None. A state folder set outside the root (an absolute ``[service] state_dir``) is the
+    administrator's: not checked."""
+    try:
+        rel = state.relative_to(root)
+    except ValueError:
+        return None
+    path = root
+    for part in rel.parts:
+        path = path / part
+        if os.path.islink(path):
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            return (f"the state dir {display_path(state)} is reached through the symbolic link "
+                    f"{display_path(path)} (to {display_path(target)}): kbwatch writes no state through a link "
+                    "in the shared root; remove the link, or set [service] state_dir to the real folder "
+                    "(an absolute path)")
+    return None
+
+
 def make_state_dir(state: Path) -> None:
     """Create the state folder (and its parents) when missing, never writable by group or others
     whatever the umask (the systemd unit's ``UMask=0002`` is for the shared root): the journal, the

@@ -25,7 +25,8 @@ from kbwatch.pipeline.formats.knowledge_md import render_knowledge
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.project_md import ProjectMd
 from kbwatch.pipeline.formats.run_record import build_record
-from kbwatch.pipeline.fsutil import atomic_write, display_path, iso_minute, make_state_dir, now_local, opens, utc_iso
+from kbwatch.pipeline.fsutil import (atomic_write, display_path, iso_minute, linked_state_dir, make_state_dir, now_local,
+                                     opens, utc_iso)
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.plugins import PluginSet, build_plugin_manager
@@ -76,6 +77,9 @@ class KnowledgeBase:
         confine.register_root(root)  # below the root, folders are reached without following links
         self.settings = load_settings(root, config_file)
         self.state = state_dir(self.settings)
+        linked = linked_state_dir(root, self.state)
+        if linked:
+            raise ConfigError(linked)
         # readonly: the journal and the index are only read (``ask`` and ``kbwatch mcp`` on a
         # read-only share); None = decide from whether the state folder can be written
         self.readonly = (not _writable(self.state)) if readonly is None else readonly
@@ -290,7 +294,8 @@ class KnowledgeBase:
         return crashed
 
     def end_work(self) -> None:
-        (self.state / "busy").unlink(missing_ok=True)
+        if linked_state_dir(self.root, self.state) is None:  # never a file where a planted link points
+            (self.state / "busy").unlink(missing_ok=True)
 
     def recover(self) -> int:
         """Finish or fail runs a crash left ``running``; returns how many.

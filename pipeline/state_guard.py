@@ -45,6 +45,8 @@ class StateGuard:
         """Restore whatever of the state dir went missing; returns what was restored."""
         restored: list[str] = []
         try:
+            if not self._unlinked():
+                return restored
             if not self.kb.state.is_dir():
                 self.kb.state.mkdir(parents=True, exist_ok=True)
                 restored.append("the state dir")
@@ -76,6 +78,26 @@ class StateGuard:
             logger.warning("the state dir {} was deleted or changed under the running service; restored {}",
                            self.kb.state, ", ".join(restored))
         return restored
+
+    def _unlinked(self) -> bool:
+        """False when the state dir is reached through a symbolic link someone put in the root
+        (its path was made a link to a folder elsewhere, after ``mv``): nothing is restored
+        through it, or the lock, the journal and the index would be written (and a journal
+        found there adopted) outside the root. A link in place of the state dir itself is
+        removed (the link only: what it points to is not touched), and the state dir is then
+        made again as when it is deleted; a link further up is left, with an error line."""
+        from kbwatch.pipeline.fsutil import linked_state_dir
+
+        why = linked_state_dir(self.kb.root, self.kb.state)
+        if why is None:
+            return True
+        if not os.path.islink(self.kb.state):
+            logger.error("{}; nothing restored", why)
+            return False
+        os.unlink(self.kb.state)
+        logger.error("the state dir {} was replaced by a symbolic link under the running service: the link "
+                     "was removed (nothing written through it) and the state dir is made again", self.kb.state)
+        return True
 
     def _heal_damaged_journal(self) -> None:
         """A journal damaged in place while open: move it aside and rebuild it from runs/ (one warning line)."""

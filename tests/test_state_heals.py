@@ -211,6 +211,50 @@ def test_deleted_state_dir_keeps_one_service_and_is_restored(tmp_path, service):
     assert not (state / "watch.lock").read_text().strip()  # a clean stop empties the pid file
 
 
+def _outside_files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_a_state_dir_swapped_for_a_link_is_never_written_through(tmp_path, service):
+    """Someone who can write to the root moves the state dir away and puts a link to a folder
+    elsewhere in its place. The service used to "restore" the lock, the journal and the index
+    through the link (overwriting, renaming aside or adopting what was there) and, when it
+    stopped, deleted the ``busy`` file there. Now the link is removed (only the link), the state
+    dir is made again in the root, and nothing where the link pointed is touched; a command
+    started while such a link is there refuses with one line (exit 2)."""
+    root = make_root(tmp_path)
+    state = root / ".kbwatch"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    for name in ("watch.lock", "journal.sqlite3", "busy", "search.sqlite3"):
+        (outside / name).write_text(f"precious {name}\n", encoding="utf-8")
+    before = _outside_files(outside)
+    svc = service(root).start()
+    (root / "p" / "sources" / "first.md").write_text("# First\n", encoding="utf-8")
+    wait_for(lambda: "first" in manifest_files(root / "p") and not sources_left(root / "p"), 60,
+             "the first file", proc=svc)
+    os.rename(state, root / ".old-state")
+    os.symlink(outside, state)
+    wait_for(lambda: not state.is_symlink() and (state / "journal.sqlite3").is_file()
+             and (state / "watch.lock").is_file(), 30, "the state dir made again in the root", proc=svc)
+    wait_for(lambda: "was replaced by a symbolic link" in svc.log(), 10, "the error line", proc=svc)
+    (root / "p" / "sources" / "second.md").write_text("# Second\n", encoding="utf-8")
+    wait_for(lambda: "second" in manifest_files(root / "p") and not sources_left(root / "p"), 60,
+             "a file after the swap", proc=svc)
+    code, _ = svc.terminate()
+    assert code == 0
+    assert _outside_files(outside) == before  # nothing written, renamed aside or deleted there
+    assert (state / "watch.lock").read_text().strip() == ""  # the clean stop emptied the lock in the root
+
+    shutil.rmtree(state)
+    os.symlink(outside, state)  # planted before a command starts
+    for args in (("status",), ("ingest",), ("watch",)):
+        out = kbwatch(*args, root=root, timeout=60)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert "symbolic link" in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert _outside_files(outside) == before
+
+
 # -- Found 6: KNOWLEDGE.md and the ask label with pending findings -------------
 
 

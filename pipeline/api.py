@@ -34,6 +34,7 @@ from kbwatch.pipeline import confine
 from kbwatch.pipeline.errors import ConfigError, KbwatchError
 from kbwatch.pipeline.context_record import pack_labels
 from kbwatch.pipeline.lazylog import logger
+from kbwatch.pipeline.fsutil import show_hidden, unshow_hidden
 from kbwatch.pipeline.overview import overview_state, vetted_project_md
 from kbwatch.pipeline.should_use import should_use_knowledge_base
 
@@ -102,8 +103,9 @@ class Knowledge:
 
         if not isinstance(name, str) or not name.strip():
             raise ConfigError("give the name of a knowledge base (list_knowledge_bases shows them)")
+        wanted = {name, unshow_hidden(name)}  # a name given back as it was shown (show_hidden)
         for p in discover_projects(self.root):
-            if p.name == name:
+            if p.name in wanted:
                 return p
         refused = dict(refused_projects(self.root))
         if name in refused:
@@ -137,7 +139,7 @@ class Knowledge:
                 "pending_reviews": pending,
                 "last_ingest": manifest.get("last_ingest") or None,
             })
-        return out
+        return show_hidden(out)
 
     def read(self, name: str) -> dict:
         """Status and why, the overview and key points of project.md, and the file index."""
@@ -163,12 +165,12 @@ class Knowledge:
         held = self._held(name)
         files = [{"name": cells[0], "parsed": cells[1], "summary": "" if cells[1] in held else cells[3],
                   **({"held_back": held[cells[1]]} if cells[1] in held else {})} for cells in pm.rows.values()]
-        return {
-            "name": name, "status": status, "status_reason": "; ".join(reasons),
+        return show_hidden({
+            "name": project.name, "status": status, "status_reason": "; ".join(reasons),
             "overview": ov["overview"], "overview_built": ov["built"], "overview_stale": ov["stale"],
             "documents_since_overview": ov["documents_since"], "key_points": ov["key_points"],
             "files": files, "pending_reviews": pending,
-        }
+        })
 
     def _held(self, project: str) -> dict[str, str]:
         """parsed path -> why, for the documents held back from models (findings pending or rejected)."""
@@ -215,14 +217,15 @@ class Knowledge:
             project_md[p.name] = vetted_project_md(p, ov)
             if ov["warning"]:
                 extra[p.name] = [{"severity": "info" if not ov["built"] else "warning", "message": ov["warning"]}]
-        answer = self.kb.plugins.hook.kb_query(kb=self.kb, projects=projects, query=query, options={
+        # a [[...]] reference given back as it was shown (show_hidden) names the file it showed
+        answer = self.kb.plugins.hook.kb_query(kb=self.kb, projects=projects, query=unshow_hidden(query), options={
             "max_files": int(max_files), "budget_chars": int(budget_chars), "include_flagged": bool(include_flagged),
             "project_md": project_md, "extra_warnings": extra,
         })
         if answer is None:
             raise KbwatchError("no plugin answers queries (the ask plugin is disabled)")
-        self._remember(answer, projects, record)
-        return answer
+        self._remember(answer, projects, record)  # the record kept as it is; what is returned shows hidden characters
+        return show_hidden(answer)
 
     def _remember(self, answer: dict, projects: list[Path], record: bool | None) -> None:
         """The context record: always into the journal, into runs/ when asked; never on a read-only base."""
@@ -264,10 +267,17 @@ class Knowledge:
         if not isinstance(citation, str) or not citation.strip():
             raise ConfigError("the citation is empty: give parsed/<file>.md, optionally #L12-L40 or a page anchor")
         project = self._project(name)
-        result = self.kb.plugins.hook.kb_read_document(kb=self.kb, project=project, citation=citation.strip())
+        citation = citation.strip()
+        try:
+            result = self.kb.plugins.hook.kb_read_document(kb=self.kb, project=project, citation=citation)
+        except (ValueError, KbwatchError):
+            if unshow_hidden(citation) == citation:
+                raise
+            # a citation given back as it was shown (show_hidden): the file's name holds hidden characters
+            result = self.kb.plugins.hook.kb_read_document(kb=self.kb, project=project, citation=unshow_hidden(citation))
         if result is None:
             raise KbwatchError("no plugin reads documents (the ask plugin is disabled)")
-        return result
+        return show_hidden(result)
 
     # -- writing -------------------------------------------------------------
     def add_source(self, name: str, filename: str, content: str | None = None,

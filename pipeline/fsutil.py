@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -505,6 +506,31 @@ def printable(text: str, keep: str = "") -> str:
         else:
             out.append(f"<U+{ord(ch):04X}>")
     return "".join(out)
+
+
+# characters that change what a reader sees or hide text from people but not from a model: tag
+# characters (U+E0000-E007F, "ASCII smuggling") and bidirectional embeddings, overrides and
+# isolates (U+202A-202E, U+2066-2069). parsed/ has them removed where the scanner found them;
+# a file's name keeps them (it is how the file is addressed), so what a model is given shows
+# them as <U+XXXX> (show_hidden) and what it gives back is read either way (unshow_hidden)
+_HIDDEN_RE = re.compile("[\U000E0000-\U000E007F\u202A-\u202E\u2066-\u2069]")
+_SHOWN_RE = re.compile(r"<U\+(E00[0-7][0-9A-F]|202[A-E]|206[6-9])>")
+
+
+def show_hidden(value):
+    """``value`` (a string, or dicts and lists of them) with every hidden character as ``<U+XXXX>``."""
+    if isinstance(value, str):
+        return _HIDDEN_RE.sub(lambda m: f"<U+{ord(m.group()):04X}>", value) if _HIDDEN_RE.search(value) else value
+    if isinstance(value, dict):
+        return {k: show_hidden(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [show_hidden(v) for v in value]
+    return value
+
+
+def unshow_hidden(text: str) -> str:
+    """The reverse of :func:`show_hidden` for a string a model sends back (a citation, a name)."""
+    return _SHOWN_RE.sub(lambda m: chr(int(m.group(1), 16)), text) if "<U+" in text else text
 
 
 def monotonic() -> float:

@@ -24,6 +24,7 @@ from pathlib import Path
 from kbwatch.pipeline import __version__, confine, hookimpl
 from kbwatch.pipeline.context_record import pack_labels
 from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
+from kbwatch.pipeline.fsutil import show_hidden
 from kbwatch.plugins.retrieval.navigation import open_index
 
 
@@ -79,8 +80,11 @@ class Asker:
             return fn()
 
     def read_document(self, rel: str) -> str | None:
-        path = (self.project / rel).resolve()
-        if self.project.resolve() not in path.parents or not path.is_file():
+        try:
+            path = (self.project / rel).resolve()
+            if self.project.resolve() not in path.parents or not path.is_file():
+                return None
+        except OSError:  # a name too long to be a file (a [[...]] reference can be anything)
             return None
         try:  # by the unresolved path, following no link (one swapped in since the check is refused)
             return confine.read_text(self.project / rel, errors="replace")
@@ -222,7 +226,7 @@ def kb_register_commands(cli):
                     click.echo(json.dumps({"id": qid, "record": None, "error": "empty query"}, ensure_ascii=False))
                     continue
                 pack = asker.ask(query, max_files, budget)
-                click.echo(json.dumps({"id": qid, "record": pack.record}, ensure_ascii=False))
+                click.echo(json.dumps({"id": qid, "record": show_hidden(pack.record)}, ensure_ascii=False))
             kb.close()
             sys.exit(1 if failed else 0)
         if not question or not question.strip():

@@ -12,6 +12,9 @@
   Windows and Linux tools the other) look identical everywhere they are shown:
   two such files in one folder are both refused, and a file whose name is such
   a twin of a document already in the manifest is refused, until renamed.
+- A file whose parsed path (``parsed/X.md``) a folder needs (``sources/X.md/``), or that
+  lies in a folder whose parsed path is another document's file, is refused (``conflict``):
+  the folder keeps its name.
 - A file named ``data_structure.*`` is refused: that name is kbwatch's
   navigation file in every parsed/ folder.
 - A file whose SHA-256 equals the latest archived version of its name is a
@@ -21,6 +24,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import unicodedata
 from pathlib import Path
 
@@ -124,6 +128,43 @@ def _refuse_taken_parsed_name(ctx: RunContext, manifest) -> None:
             )
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)  # a link is no folder here
+    except OSError:
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _folder_clash(ctx: RunContext) -> str | None:
+    """Why this file cannot have its parsed path because a folder needs it, or its folder's parsed
+    path is another document's file, else None. ``sub.txt`` becomes ``parsed/sub.md`` and
+    ``sources/sub.md/x.md`` needs a folder ``parsed/sub.md/``: whichever came second failed
+    at its commit as a "file system error", was retried five times and given up, and left its
+    archive copy behind. The folder is kept: a file that would take its name is refused."""
+    try:
+        own = parsed_path(ctx.name, ctx.ext)
+    except NameTooLong:
+        return None  # the archive stage reports it
+    folder = own.removeprefix("parsed/")
+    if _is_dir(ctx.project.path / own) or _is_dir(ctx.source.parent / folder.rsplit("/", 1)[-1]):
+        return (f"{ctx.filename} would become {own}, which is the folder of the documents in sources/{folder}/; "
+                f"rename {ctx.filename} (or that folder)")
+    parts = ctx.name.split("/")[:-1]
+    for i, part in enumerate(parts):
+        if part.endswith(".md") and _is_file(ctx.project.path / "parsed" / "/".join(parts[:i + 1])):
+            taken = "/".join(parts[:i + 1])
+            return (f"{ctx.filename} is in the folder sources/{taken}/, but parsed/{taken} is the document "
+                    f"{taken[:-3]!r}; rename the folder (or remove that document)")
+    return None
+
+
 class ConflictStage(Stage):
     name = "conflict"
 
@@ -154,6 +195,9 @@ class ConflictStage(Stage):
                 "Unicode characters (composed and decomposed accents); rename one of them",
                 blocked_by=[f"{folder}/{n}" for n in twins],
             )
+        clash = _folder_clash(ctx)
+        if clash:
+            raise StopRun(Outcome.CONFLICT, clash)
         manifest = session_manifest(ctx.project)
         _refuse_taken_parsed_name(ctx, manifest)
         twin = _manifest_twin(ctx, manifest)

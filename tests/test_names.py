@@ -354,3 +354,29 @@ def test_a_project_folder_named_with_a_line_break_is_refused(tmp_path, name):
 
     made = kbwatch("init", name, root=root)
     assert made.returncode == 2 and "invalid project name" in made.stderr, made.stderr
+
+
+def test_a_name_a_folder_needs_is_a_conflict_not_a_retried_file_system_error(tmp_path):
+    """``sub.txt`` becomes ``parsed/sub.md``; ``sources/sub.md/x.md`` needs a folder ``parsed/sub.md/``.
+    Whichever came second failed at its commit as a "file system error" (read as transient:
+    retried five times, then given up, its archive copy left behind). Now it is a conflict with
+    the reason, at once, and nothing of it is archived; the folder keeps its name."""
+    root = make_root(tmp_path, projects=("p",))
+    sources, project = root / "p" / "sources", root / "p"
+    (sources / "sub.txt").write_text("outer\n", encoding="utf-8")
+    (sources / "a.md").mkdir()
+    (sources / "a.md" / "q.md").write_text("# Q\n\ninner\n", encoding="utf-8")
+    kbwatch("ingest", root=root, check=True)
+    (sources / "sub.md").mkdir()
+    (sources / "sub.md" / "x.md").write_text("# X\n\ninner\n", encoding="utf-8")
+    shutil.rmtree(sources / "a.md")
+    (sources / "a.md").write_text("outer\n", encoding="utf-8")
+    out = kbwatch("ingest", root=root)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "0 failed" in out.stdout and "2 conflict" in out.stdout, out.stdout
+    assert "parsed/sub.md is the document 'sub'" in out.stderr, out.stderr
+    assert "would become parsed/a.md, which is the folder of the documents in sources/a.md/" in out.stderr
+    assert sorted(manifest_files(project)) == ["a.md/q", "sub"]
+    archived = sorted(p.relative_to(project / "archive").as_posix() for p in (project / "archive").rglob("*") if p.is_file())
+    assert len(archived) == 2 and all(a.startswith(("a.md/q_", "sub_")) for a in archived), archived
+    assert (sources / "sub.md" / "x.md").is_file() and (sources / "a.md").is_file()  # left for the user to rename

@@ -147,6 +147,7 @@ class Knowledge:
         from kbwatch.pipeline.formats.project_md import ProjectMd
 
         project = self._project(name)
+        name = project.name  # given back as shown (show_hidden), the name may differ
         front = _frontmatter(project, read_frontmatter)
         pending = self._pending(name)
         status = pack_labels(front, pending, self.settings)[0]
@@ -166,7 +167,7 @@ class Knowledge:
         files = [{"name": cells[0], "parsed": cells[1], "summary": "" if cells[1] in held else cells[3],
                   **({"held_back": held[cells[1]]} if cells[1] in held else {})} for cells in pm.rows.values()]
         return show_hidden({
-            "name": project.name, "status": status, "status_reason": "; ".join(reasons),
+            "name": name, "status": status, "status_reason": "; ".join(reasons),
             "overview": ov["overview"], "overview_built": ov["built"], "overview_stale": ov["stale"],
             "documents_since_overview": ov["documents_since"], "key_points": ov["key_points"],
             "files": files, "pending_reviews": pending,
@@ -347,6 +348,7 @@ class Knowledge:
         from kbwatch.pipeline.project_lock import project_file_lock
 
         project = self._project(name)
+        name = project.name
         if status not in KNOWLEDGE_STATUSES:
             raise ConfigError(f"unknown status {_shown(status)}: use one of {', '.join(KNOWLEDGE_STATUSES)}")
         if self.readonly:
@@ -365,7 +367,7 @@ class Knowledge:
                 raise KbwatchError(f"{name}/KNOWLEDGE.md has no status line in its frontmatter")
             if new != text:
                 atomic_write(path, new)
-        return {"name": name, "status": status}
+        return show_hidden({"name": name, "status": status})
 
     # -- records -------------------------------------------------------------
     def validate_run(self, run_id: str | None = None, record: Any = None) -> dict:

@@ -110,12 +110,8 @@ def _listing(ctx: RunContext) -> tuple[int, dict[str, list[str]], dict[str, list
     return hit
 
 
-def _refuse_taken_parsed_name(ctx: RunContext, manifest) -> None:
+def _refuse_taken_parsed_name(ctx: RunContext, manifest, parsed: str) -> None:
     """Refuse a name whose (shortened) parsed path another document already has."""
-    try:
-        parsed = parsed_path(ctx.name, ctx.ext)
-    except NameTooLong:
-        return  # the archive stage reports it
     if not SHORTENED_RE.search(parsed.removesuffix(".md")):
         return
     for other in manifest.active_files():
@@ -128,37 +124,28 @@ def _refuse_taken_parsed_name(ctx: RunContext, manifest) -> None:
             )
 
 
-def _is_dir(path: Path) -> bool:
+def _mode(path: Path) -> int:
+    """``path``'s file type bits, the link itself (a link is no folder or file here); 0 when absent."""
     try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)  # a link is no folder here
+        return os.lstat(path).st_mode
     except OSError:
-        return False
+        return 0
 
 
-def _is_file(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _folder_clash(ctx: RunContext) -> str | None:
+def _folder_clash(ctx: RunContext, own: str) -> str | None:
     """Why this file cannot have its parsed path because a folder needs it, or its folder's parsed
     path is another document's file, else None. ``sub.txt`` becomes ``parsed/sub.md`` and
     ``sources/sub.md/x.md`` needs a folder ``parsed/sub.md/``: whichever came second failed
     at its commit as a "file system error", was retried five times and given up, and left its
-    archive copy behind. The folder is kept: a file that would take its name is refused."""
-    try:
-        own = parsed_path(ctx.name, ctx.ext)
-    except NameTooLong:
-        return None  # the archive stage reports it
+    archive copy behind. The folder is kept: a file that would take its name is refused.
+    ``own`` is this file's parsed path."""
     folder = own.removeprefix("parsed/")
-    if _is_dir(ctx.project.path / own) or _is_dir(ctx.source.parent / folder.rsplit("/", 1)[-1]):
+    if stat.S_ISDIR(_mode(ctx.project.path / own)) or stat.S_ISDIR(_mode(ctx.source.parent / folder.rsplit("/", 1)[-1])):
         return (f"{ctx.filename} would become {own}, which is the folder of the documents in sources/{folder}/; "
                 f"rename {ctx.filename} (or that folder)")
     parts = ctx.name.split("/")[:-1]
     for i, part in enumerate(parts):
-        if part.endswith(".md") and _is_file(ctx.project.path / "parsed" / "/".join(parts[:i + 1])):
+        if part.endswith(".md") and stat.S_ISREG(_mode(ctx.project.path / "parsed" / "/".join(parts[:i + 1]))):
             taken = "/".join(parts[:i + 1])
             return (f"{ctx.filename} is in the folder sources/{taken}/, but parsed/{taken} is the document "
                     f"{taken[:-3]!r}; rename the folder (or remove that document)")
@@ -195,11 +182,16 @@ class ConflictStage(Stage):
                 "Unicode characters (composed and decomposed accents); rename one of them",
                 blocked_by=[f"{folder}/{n}" for n in twins],
             )
-        clash = _folder_clash(ctx)
+        try:
+            parsed = parsed_path(ctx.name, ctx.ext)
+        except NameTooLong:
+            parsed = None  # the archive stage reports it
+        clash = _folder_clash(ctx, parsed) if parsed else None
         if clash:
             raise StopRun(Outcome.CONFLICT, clash)
         manifest = session_manifest(ctx.project)
-        _refuse_taken_parsed_name(ctx, manifest)
+        if parsed:
+            _refuse_taken_parsed_name(ctx, manifest, parsed)
         twin = _manifest_twin(ctx, manifest)
         if twin is not None:
             raise StopRun(

@@ -73,15 +73,8 @@ def _held_back(packs, multi: bool) -> list[str]:
     """The documents each pack left out because findings wait for review although they were
     referenced or would have answered (:attr:`Pack.held_back`), each with why:
     ``parsed/x.md (1 finding(s) pending review)``."""
-    held = []
-    for n, p in packs:
-        said = {w.get("path"): w.get("message", "") for w in p.record["activated_packs"][0].get("warnings", [])}
-        for path in getattr(p, "held_back", []):
-            why = said.get(path, "").partition(" excluded: ")[2].split(" (use --include-flagged")[0]
-            held.append(f"{n}: {path}" if multi else path)
-            if why:
-                held[-1] += f" ({why})"
-    return held
+    return [f"{n}: {path} ({why})" if multi else f"{path} ({why})"
+            for n, p in packs for path, why in getattr(p, "held_back", {}).items()]
 
 
 def _insert_warnings(text: str, lines: list[str]) -> str:

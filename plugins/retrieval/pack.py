@@ -157,9 +157,9 @@ class Pack:
     warnings: list[dict] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
-    # of ``excluded``: the explicit references, and the searched documents that would have
-    # passed the relevance gate on their own (held back from an answer, not irrelevant)
-    held_back: list[str] = field(default_factory=list)
+    # of ``excluded``, with why: the explicit references, and the searched documents that would
+    # have passed the relevance gate on their own (held back from an answer, not irrelevant)
+    held_back: dict[str, str] = field(default_factory=dict)
     nothing_found: bool = False
     relevance: Relevance | None = None  # ok / no_match of the ranked search (None: no search ran)
 
@@ -399,6 +399,7 @@ def build_pack(
     held_back = [r for r in refs if r in excluded]
     if held_hits and index is not None and query_text and not judge_relevance(index, project, query_text, held_hits).no_match:
         held_back += [d.doc_path for d in held_hits]
+    held_back = {p: flagged_map.get(p, "pending review findings") for p in held_back}
 
     if excluded:
         for p in excluded:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import hashlib
 import os
 import stat
@@ -44,6 +45,8 @@ from typing import Iterator
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO swapped in for a file must not hang the open
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# a descriptor that names a file without opening it (see open_file); O_PATH is Linux's
+PATH_FLAGS = getattr(os, "O_PATH", os.O_RDONLY | os.O_NONBLOCK) | os.O_NOFOLLOW | os.O_CLOEXEC
 LINK_ERRNOS = (errno.ELOOP, errno.ENOTDIR)
 
 _ROOTS: list[str] = []  # absolute root paths (as given and resolved), longest first
@@ -383,23 +386,110 @@ def folder(path: Path | str, create: bool = False) -> Iterator[int]:
         os.close(fd)
 
 
-def open_file(path: Path) -> int:
-    """Open a file for reading without following a link at any step (O_NONBLOCK, so
-    a FIFO does not hang; the caller checks ``fstat`` is a regular file)."""
+def open_file(path: Path, *, hard_links: bool = False) -> int:
+    """Open a file without following a link at any step: a descriptor to read when it is a
+    regular file with one name (any number with ``hard_links``, unless it is one of the state
+    dir's files: :func:`_state_file`), else an ``O_PATH`` descriptor of what is there, which
+    ``fstat`` reads and nothing else can (the caller checks ``fstat`` and refuses it).
+
+    The file is first opened with ``O_PATH`` (no open of the file itself: a FIFO does not
+    block, a device driver is not called) and read only through that very inode
+    (``/proc/self/fd``). Closing a readable descriptor of a file drops every POSIX lock this
+    process holds on it, and SQLite's locks are POSIX locks: a hard link to the service's
+    journal or search index dropped into sources/ (or in place of manifest.json, an archive
+    copy …), opened and closed to be refused, left the live databases unlocked for every other
+    kbwatch command (the next one deleted the service's write-ahead log). An ``O_PATH``
+    descriptor's close drops no lock. Without ``/proc`` the file is opened again by name, in
+    its folder's descriptor, and kept only when it is the inode checked."""
+    pfd = _open_path(path)
+    try:
+        st = os.fstat(pfd)
+        if stat.S_ISLNK(st.st_mode):  # O_PATH | O_NOFOLLOW opens the link itself
+            raise LinkedFile(errno.ELOOP, f"{path.name} is a symbolic link; kbwatch does not follow it", path.name)
+        if not stat.S_ISREG(st.st_mode) or (st.st_nlink > 1 and (not hard_links or _state_file(st))):
+            fd, pfd = pfd, -1
+            return fd  # O_PATH: the caller's fstat refuses it
+        return _reopen(pfd, path, st)
+    finally:
+        if pfd >= 0:
+            os.close(pfd)
+
+
+def _open_path(path: Path) -> int:
+    """An ``O_PATH | O_NOFOLLOW`` descriptor of ``path``, reached as :func:`open_file` says."""
     where = split_under_root(path)
     if where is not None and len(where[1]) > 1 and _OPENAT2 is not None and path.name == where[1][-1] \
             and "." not in where[1] and ".." not in where[1] and _anchor(where[0], where[1]) is None:
-        fd = _beneath_root(where[0], "/".join(where[1]), FILE_FLAGS)
+        fd = _beneath_root(where[0], "/".join(where[1]), PATH_FLAGS)
         if fd is not None:
             return fd
     with folder(path.parent) as dfd:
         try:
-            return os.open(path.name, FILE_FLAGS, dir_fd=dfd)
+            return os.open(path.name, PATH_FLAGS, dir_fd=dfd)
         except OSError as exc:
             if exc.errno in LINK_ERRNOS:
                 raise LinkedFile(exc.errno, f"{path.name} is a symbolic link; kbwatch does not follow it",
                                  path.name) from None
             raise
+
+
+def _reopen(pfd: int, path: Path, st: os.stat_result) -> int:
+    """A readable descriptor of the inode ``pfd`` holds (``O_NONBLOCK``, as it always was)."""
+    global _PROC_FD
+    if _PROC_FD:
+        try:
+            return os.open(f"/proc/self/fd/{pfd}", FILE_FLAGS & ~os.O_NOFOLLOW)
+        except FileNotFoundError:
+            _PROC_FD = False  # no /proc mounted after all
+    with folder(path.parent) as dfd:  # no /proc: by name again, kept only if it is that inode
+        try:
+            fd = os.open(path.name, FILE_FLAGS, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno in LINK_ERRNOS:
+                raise LinkedFile(exc.errno, f"{path.name} is a symbolic link; kbwatch does not follow it",
+                                 path.name) from None
+            raise
+    again = os.fstat(fd)
+    if (again.st_dev, again.st_ino) != (st.st_dev, st.st_ino):
+        os.close(fd)
+        raise FileNotFoundError(errno.ENOENT, f"{path.name} was replaced while it was opened", str(path))
+    return fd
+
+
+def is_path_descriptor(fd: int) -> bool:
+    """Whether ``fd`` is an ``O_PATH`` descriptor (:func:`open_file` gave no readable one)."""
+    o_path = getattr(os, "O_PATH", 0)
+    return bool(o_path) and bool(fcntl.fcntl(fd, fcntl.F_GETFL) & o_path)
+
+
+_PROC_FD = sys.platform.startswith("linux") and os.path.isdir("/proc/self/fd")
+_STATE_DIRS: list[str] = []  # state dirs of the knowledge bases opened in this process
+
+
+def register_state(state: Path) -> None:
+    """The state dir of a knowledge base this process opened (its journal, index and locks)."""
+    form = os.path.abspath(state)
+    if form not in _STATE_DIRS:
+        _STATE_DIRS.append(form)
+
+
+def _state_file(st: os.stat_result) -> bool:
+    """Whether the inode ``st`` describes is a file directly in a registered state dir (the
+    journal, the search index, their -wal and -shm files, the lock files): such a file is never
+    opened for reading under another name, or closing it would drop this process's SQLite locks."""
+    for state in _STATE_DIRS:
+        try:
+            entries = list(os.scandir(state))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                est = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if (est.st_dev, est.st_ino) == (st.st_dev, st.st_ino):
+                return True
+    return False
 
 
 class NotRegularFile(OSError):
@@ -429,7 +519,7 @@ def open_regular(path: Path | str, *, hard_links: bool = False) -> int:
     treats an unreadable file as missing does the same for a planted link.
     """
     path = Path(path)
-    fd = open_file(path)
+    fd = open_file(path, hard_links=hard_links)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

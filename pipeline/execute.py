@@ -35,6 +35,7 @@ from kbwatch.pipeline.errors import CANNOT_OPEN, DISK_FULL, PROJECT_REPLACED, St
 from kbwatch.pipeline.fsutil import display_path, new_run_id, utc_iso
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.lazylog import logger
+from kbwatch.pipeline.parsing import check_size
 from kbwatch.pipeline.project import ProjectReplaced, ProjectSession, project_refusal
 from kbwatch.pipeline.retry_policy import gave_up, give_up_message, retry_transient
 from kbwatch.pipeline.run_queue import Job
@@ -164,12 +165,16 @@ class RunExecutor:
         start = _Start(job, run_id, started, name, st.st_size if st else 0, st.st_mtime_ns if st else 0)
         if refusal:
             return finished_run(start, _refused(refusal))
+        try:  # [stages.parse] max_file_mb before the file is copied: a sparse 1 TB file costs no disk
+            check_size(st.st_size if st else 0, self.settings)  # in sources/, but would be copied whole
+        except StageError as exc:
+            return finished_run(start, _refused(exc.message, exc.reason))
         checkpoint("run:listed", source_rel)
         # one snapshot folder per runner thread (a thread runs one file at a time): no folder
         # is made and removed per file, which costs more than the copy on a busy disk
         snapshot_dir = self.intake / f"thread-{threading.get_ident()}"
         try:
-            taken = retry_transient(lambda: _take(source, snapshot_dir), self.settings)
+            taken = retry_transient(lambda: _take(source, snapshot_dir, self.settings), self.settings)
         except FileNotFoundError:
             self.journal.event(project.name, source_rel, "vanished", "the file disappeared while it was read")
             return None
@@ -300,10 +305,11 @@ class RunExecutor:
                 session.lock.release()
 
 
-def _take(path: Path, snapshot_dir: Path) -> intake.Taken:
-    """Open the source once and snapshot it (kbwatch.pipeline.intake); transient errors retried."""
+def _take(path: Path, snapshot_dir: Path, settings: dict) -> intake.Taken:
+    """Open the source once and snapshot it (kbwatch.pipeline.intake); transient errors retried.
+    The size bound is checked again on what was opened (it may have grown since it was listed)."""
     try:
-        return intake.take(path, snapshot_dir)
+        return intake.take(path, snapshot_dir, check=lambda size: check_size(size, settings))
     except (FileNotFoundError, confine.Escape, intake.NotRegular):
         raise
     except intake.Changed as exc:

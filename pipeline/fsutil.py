@@ -388,12 +388,13 @@ def fsync_paths(paths) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     def one(path):
-        try:
-            fd = os.open(path, os.O_RDONLY)
+        try:  # no link followed; a file of the state dir under another name is not opened to read
+            fd = confine.open_file(Path(path), hard_links=True)
         except FileNotFoundError:
             return None
         try:
-            os.fsync(fd)
+            if not confine.is_path_descriptor(fd):
+                os.fsync(fd)
         finally:
             os.close(fd)
         return os.path.dirname(path)
@@ -538,15 +539,15 @@ def monotonic() -> float:
 
 
 def opens(path: Path) -> bool:
-    """Whether the runner could open ``path`` for reading now. Only a regular file is tried
-    (never a FIFO or a device: opening one can block or act), without following a link;
-    anything else, a link or a vanished file counts as yes: the runner refuses or records it
-    without reading it."""
+    """Whether the runner could open ``path`` for reading now. Only a regular file with one
+    name is tried (never a FIFO or a device: opening one can block or act; never a hard link:
+    closing a readable descriptor of the service's journal under another name drops its SQLite
+    locks, see :func:`kbwatch.pipeline.confine.open_file`), without following a link; anything
+    else, a link or a vanished file counts as yes: the runner refuses or records it without
+    reading it."""
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return True
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except FileNotFoundError:
+        fd = confine.open_file(Path(path))
+    except (FileNotFoundError, confine.Escape):
         return True
     except OSError:
         return False

@@ -25,6 +25,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.fsutil import kept_mode, write_all
@@ -51,12 +52,15 @@ class Taken:
     inode: int
 
 
-def take(source: Path, folder: Path) -> Taken:
+def take(source: Path, folder: Path, check: Callable[[int], None] | None = None) -> Taken:
     """Open ``source`` once (no links followed) and copy it to ``folder/<its name>``.
 
-    Raises FileNotFoundError (gone), :class:`kbwatch.pipeline.confine.Escape` (a link on
-    the way; :class:`kbwatch.pipeline.confine.LinkedFile` for the file itself),
-    :class:`NotRegular`, :class:`Changed`, or another OSError.
+    ``check(size)`` is called with the opened file's size before anything is copied (the
+    size bound: what it raises propagates). Raises FileNotFoundError (gone),
+    :class:`kbwatch.pipeline.confine.Escape` (a link on the way;
+    :class:`kbwatch.pipeline.confine.LinkedFile` for the file itself), :class:`NotRegular`,
+    :class:`Changed` (also when it grew while it was copied: the copy stops one byte past the
+    size it had when opened), or another OSError.
     """
     fd = confine.open_file(source)
     try:
@@ -64,6 +68,8 @@ def take(source: Path, folder: Path) -> Taken:
         refusal = file_refusal(st)  # a special file, or a hard link planted after the listing
         if refusal:
             raise NotRegular(refusal)
+        if check is not None:
+            check(st.st_size)
         os.set_blocking(fd, True)
         snapshot = folder / source.name
         try:
@@ -104,10 +110,12 @@ def _copy(fd: int, snapshot: Path, st: os.stat_result) -> tuple[str, int]:
         out = os.open(snapshot.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                       0o600, dir_fd=dfd)
         try:
-            while chunk := os.read(fd, CHUNK):
+            left = st.st_size + 1  # one byte more tells a file that grew meanwhile (Changed), no more
+            while left > 0 and (chunk := os.read(fd, min(CHUNK, left))):
                 h.update(chunk)
                 write_all(out, chunk)
                 copied += len(chunk)
+                left -= len(chunk)
             # the archive copy is this file (hard link): give it the source's mode and times
             os.chmod(out, kept_mode(st.st_mode))
             os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))

@@ -62,9 +62,12 @@ def _changed_since(path: Path, when: str | None) -> bool:
     """Whether ``path`` was modified (or removed) after the UTC time ``when`` (``utc_iso``,
     whole seconds: a change in the same second counts, at worst one more run)."""
     try:
-        mtime = os.stat(path).st_mtime
+        st = os.stat(path)
     except OSError:
         return True  # removed (a fresh one is made) or unreadable: let the run say which
+    # the change time too: removing a hard link's other name, or a chmod, changes the file's
+    # inode (ctime), not its content (mtime), and either can be what the failure was about
+    mtime = max(st.st_mtime, st.st_ctime)
     try:
         return mtime >= datetime.fromisoformat(when).timestamp() if when else True
     except ValueError:
@@ -80,6 +83,7 @@ class KnowledgeBase:
         linked = linked_state_dir(root, self.state)
         if linked:
             raise ConfigError(linked)
+        confine.register_state(self.state)  # its databases are never read under another name
         # readonly: the journal and the index are only read (``ask`` and ``kbwatch mcp`` on a
         # read-only share); None = decide from whether the state folder can be written
         self.readonly = (not _writable(self.state)) if readonly is None else readonly
@@ -376,7 +380,7 @@ def drop_uncommitted_copies(project: Path, row: dict, manifest: Manifest) -> lis
         rel = path.relative_to(project).as_posix()
         is_copy = rel.startswith("archive/")
         try:
-            fd = confine.open_file(path)
+            fd = confine.open_file(path, hard_links=True)
             try:
                 st = os.fstat(fd)
                 if not stat.S_ISREG(st.st_mode) or (is_copy and st.st_size != row["size"]):

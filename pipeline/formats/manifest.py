@@ -55,6 +55,9 @@ class Manifest:
             return cls.new(project, created_at)
         try:
             data = json.loads(confine.read_text(path))
+        except confine.HardLinkedFile as exc:  # another name of it planted somewhere (sources/ …)
+            raise PermanentError(f"{path}: {exc.strerror}; remove its other name (find -samefile) or replace "
+                                 "it with a copy", reason=BAD_MANIFEST) from None
         except (confine.Escape, confine.NotRegularFile) as exc:  # a link or a FIFO planted in its place
             raise PermanentError(f"{path}: {exc.strerror}; restore the real file", reason=BAD_MANIFEST) from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -500,6 +500,25 @@ class HardLinkedFile(Escape):
     """The file has another name (a hard link), possibly outside the root: it is not read."""
 
 
+class OversizedFile(NotRegularFile):
+    """One of kbwatch's own small files (manifest.json, project.md …) is far larger than kbwatch
+    ever writes it: planted (a sparse file costs its maker no disk), it is not read."""
+
+
+# kbwatch's own project files, read whole and parsed in memory: a sparse 1 GB project.md planted by
+# anyone who can write to the project folder cost the service 5 GB of memory (and was written back
+# as 1 GB of real data). 64 MB is a manifest of about 90,000 documents.
+OWN_FILE_MAX_BYTES = 64 * 1024 * 1024
+_OWN_FILE_NAMES = frozenset({"manifest.json", "project.md", "KNOWLEDGE.md", "reviews.json"})
+
+
+def _own_file_bound(path: Path) -> int | None:
+    """The size bound of ``path`` when it is one of the project files above or a run record."""
+    if path.name in _OWN_FILE_NAMES or (path.suffix == ".json" and path.parent.name == "runs"):
+        return OWN_FILE_MAX_BYTES
+    return None
+
+
 def open_regular(path: Path | str, *, hard_links: bool = False) -> int:
     """A blocking read-only descriptor of one of kbwatch's own files (manifest.json, project.md,
     KNOWLEDGE.md, parsed/…, runs/…, archive/…), opened like a source (:func:`open_file`): no
@@ -515,7 +534,8 @@ def open_regular(path: Path | str, *, hard_links: bool = False) -> int:
     the intake's snapshot.
 
     Raises :class:`LinkedFile` / :class:`Escape` (a link on the way), :class:`HardLinkedFile`,
-    :class:`NotRegularFile`, FileNotFoundError, or another OSError: all ``OSError``, so a caller that
+    :class:`NotRegularFile` (:class:`OversizedFile`: a project file or run record over
+    ``OWN_FILE_MAX_BYTES``), FileNotFoundError, or another OSError: all ``OSError``, so a caller that
     treats an unreadable file as missing does the same for a planted link.
     """
     path = Path(path)
@@ -528,6 +548,10 @@ def open_regular(path: Path | str, *, hard_links: bool = False) -> int:
         if st.st_nlink > 1 and not hard_links:
             raise HardLinkedFile(errno.EMLINK, f"{path.name} has another name (a hard link); kbwatch does not "
                                  "read it", str(path))
+        bound = _own_file_bound(path)
+        if bound is not None and st.st_size > bound:
+            raise OversizedFile(errno.EFBIG, f"{path.name} is {st.st_size / 1048576:.0f} MB, far more than kbwatch "
+                                f"writes there (at most {bound // 1048576} MB); kbwatch does not read it", str(path))
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

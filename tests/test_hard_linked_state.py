@@ -122,3 +122,38 @@ def test_a_sparse_file_over_the_size_bound_is_refused_before_it_is_copied(tmp_pa
     assert huge.exists() and "small" in manifest_files(root / "p")
     intake = root / ".kbwatch" / "intake"
     assert sum(f.stat().st_blocks for f in intake.rglob("*") if f.is_file()) == 0
+
+
+def _peak_kb(*args: str, root: Path) -> tuple[int, str]:
+    """Exit status and peak RSS (KB) of ``kbwatch ARGS`` (os.wait4: that process alone)."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    proc = subprocess.Popen([sys.executable, str(REPO / "run.py"), *args, "--root", str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_maxrss, out
+
+
+def test_planted_sparse_project_files_are_refused_not_read_whole(tmp_path):
+    """manifest.json and project.md made 2 GB sparse files (no disk for whoever plants them): they
+    used to be read whole, the service peaking at 5 GB for 1 GB of project.md and writing it back
+    as 1 GB of real data. Now each is refused with its size, in a few tens of MB."""
+    root = make_root(tmp_path, projects=("p", "q"))
+    (root / "p" / "sources" / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    (root / "q" / "sources" / "b.md").write_text("# B\n\nbeta\n", encoding="utf-8")
+    for path in (root / "p" / "manifest.json", root / "q" / "project.md"):
+        with open(path, "r+b") as fh:
+            fh.truncate(2 * 1024 ** 3)
+    peak, out = _peak_kb("ingest", root=root)
+    assert peak < 400_000, (peak, out)
+    assert "manifest.json is 2048 MB" in out and "project.md is 2048 MB" in out, out
+    for project in ("p", "q"):
+        st = os.stat(root / project / ("manifest.json" if project == "p" else "project.md"))
+        assert st.st_size == 2 * 1024 ** 3 and st.st_blocks < 64  # left as planted, never written back
+    peak, out = _peak_kb("status", root=root)
+    assert peak < 400_000, (peak, out)

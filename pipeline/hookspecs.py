@@ -270,7 +270,10 @@ def kb_project_changed(project: Path, reason: str, settings: Settings, journal: 
     (project.md regenerated), ``"remove"`` (a document removed) or
     ``"replaced"`` (the running service found the project folder deleted and
     made again, or replaced by another folder: what was derived from the old
-    folder no longer holds; the built-in ``index`` plugin re-reads parsed/). The
+    folder no longer holds; the built-in ``index`` plugin re-reads parsed/) or
+    ``"recovered"`` (runs a crash interrupted were recovered at start-up: a
+    commit may have stopped between its renames of manifest.json and project.md;
+    the built-in ``project_md`` plugin puts the file index in line again). The
     built-in ``knowledge`` plugin rewrites KNOWLEDGE.md (its status and
     description). During ingest runs the stages keep their files current
     themselves; this hook is not called then.

@@ -314,9 +314,15 @@ class Journal:
         with self._lock:  # plain SQL: this runs once per file on the hot path
             self.db.conn.execute(f"insert or replace into runs ({cols}) values ({marks})", list(row.values()))
 
-    def finish_runs(self, rows: list[dict[str, Any]], stages: list[dict], findings: list[dict]) -> None:
-        """Write many finished runs in one transaction (plain SQL: the hot path)."""
+    def finish_runs(self, rows: list[dict[str, Any]], stages: list[dict], findings: list[dict],
+                    replace_all: bool = False) -> None:
+        """Write many finished runs in one transaction (plain SQL: the hot path). ``replace_all``:
+        in the same transaction, everything the journal held before is deleted first (``journal
+        rebuild``: killed part-way, it leaves the old journal, never a part of the new one)."""
         with self.transaction() as db:
+            if replace_all:
+                for table in ("stages", "findings", "runs", "events"):
+                    db.conn.execute(f"delete from {table}")
             for table, items, verb in (("runs", rows, "insert or replace"), ("stages", stages, "insert"),
                                        ("findings", findings, "insert")):
                 if not items:
@@ -476,11 +482,6 @@ class Journal:
         return rows[0] if rows else None
 
     # -- rebuild -----------------------------------------------------------
-    def reset(self) -> None:
-        with self._lock:
-            for table in ("stages", "findings", "runs", "events"):
-                self.db.execute(f"delete from {table}")
-
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)

@@ -346,7 +346,29 @@ class KnowledgeBase:
                 finished_at=utc_iso(), record_path=f"{row['project']}/runs/{row['run_id']}.json",
             )
             logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
+        self._heal_reviews()
+        for project in sorted({self.root / row["project"] for row in stale}):
+            if not is_project(project):
+                continue
+            try:  # a commit cut between its renames: the derived files follow manifest.json again
+                self.plugins.hook.kb_project_changed(project=project, reason="recovered", settings=self.settings,
+                                                     journal=self.journal)
+            except Exception as exc:  # noqa: BLE001 - the next run or `kbwatch rebuild` writes them too
+                logger.warning("could not bring {}'s project files up to date after the crash: {}", project.name, exc)
         return len(stale)
+
+    def _heal_reviews(self) -> None:
+        """Every project's journal findings and KNOWLEDGE.md status follow its reviews.json
+        (a ``kbwatch review`` killed between its writes; kbwatch.pipeline.reviews.heal)."""
+        from kbwatch.pipeline.reviews import heal
+
+        for project in self.projects():
+            try:
+                if heal(self, project):
+                    logger.warning("{}: review decisions and KNOWLEDGE.md brought in line with reviews.json "
+                                   "(a review was interrupted)", project.name)
+            except Exception as exc:  # noqa: BLE001 - the next review or ingest tries again
+                logger.warning("could not check {}'s review decisions: {}", project.name, exc)
 
 
 def drop_uncommitted_copies(project: Path, row: dict, manifest: Manifest) -> list[str]:

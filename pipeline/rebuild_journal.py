@@ -35,10 +35,16 @@ def _stamp_iso(run_id: str) -> str | None:
 
 
 def rebuild_journal(kb: KnowledgeBase) -> tuple[int, int]:
+    """Read every project's runs/ first, then replace the journal's content in one transaction,
+    then let KNOWLEDGE.md follow: a rebuild killed part-way leaves the journal as it was (it
+    used to empty the journal and fill it project by project, so a kill left the later projects
+    with no runs and no findings, and their KNOWLEDGE.md could then be written ``ready``)."""
     journal = kb.journal
-    journal.reset()
     n_runs = n_findings = 0
-    for project in kb.projects():
+    all_rows: list[dict] = []
+    all_findings: list[dict] = []
+    projects = kb.projects()
+    for project in projects:
         runs_dir = project / "runs"
         if not runs_dir.is_dir():
             continue
@@ -80,9 +86,12 @@ def rebuild_journal(kb: KnowledgeBase) -> tuple[int, int]:
             decided = decisions.get(f["fingerprint"]) or {}
             if decided.get("decision") in ("approved", "rejected"):
                 f["decision"], f["decided_at"] = decided["decision"], decided.get("decided_at")
-        journal.finish_runs(rows, [], findings)
+        all_rows += rows
+        all_findings += findings
         n_runs += len(rows)
         n_findings += len(findings)
+    journal.finish_runs(all_rows, [], all_findings, replace_all=True)
+    for project in projects:
         _refresh_knowledge(kb, project)
     return n_runs, n_findings
 

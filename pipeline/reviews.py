@@ -43,7 +43,59 @@ def decide(kb, project, ids: list[int], decision: str, all_pending: bool = False
     from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
 
     with project_file_lock(project, state_dir(kb.settings), on_wait=on_wait or say_waiting(project)):
+        _heal_locked(kb, project)
         return _decide_locked(kb, project, ids, decision, all_pending)
+
+
+def sync_decisions(journal, project: Path) -> int:
+    """Make the journal's findings of ``project`` carry reviews.json's decisions (the file is the
+    truth): a decided fingerprint the journal has otherwise, and a decision the journal has that
+    the file does not (back to ``pending``). Returns how many findings changed."""
+    decisions = load_decisions(project)
+    changed = 0
+    with journal.transaction() as db:
+        for fingerprint, d in decisions.items():
+            if not isinstance(d, dict) or d.get("decision") not in ("approved", "rejected"):
+                continue
+            changed += db.execute(
+                "update findings set decision = ?, decided_at = ? where project = ? and fingerprint = ? "
+                "and decision != ?", [d["decision"], d.get("decided_at"), project.name, fingerprint, d["decision"]],
+            ).rowcount
+        decided = [fp for fp, d in decisions.items() if isinstance(d, dict) and d.get("decision") in ("approved", "rejected")]
+        rows = db.execute("select distinct fingerprint from findings where project = ? and decision != 'pending'",
+                          [project.name]).fetchall()
+        for (fingerprint,) in rows:
+            if fingerprint not in decided:
+                changed += db.execute("update findings set decision = 'pending', decided_at = null "
+                                      "where project = ? and fingerprint = ?", [project.name, fingerprint]).rowcount
+    return changed
+
+
+def heal(kb, project: Path) -> bool:
+    """After a ``review`` that was killed part-way: the journal follows reviews.json again, and
+    KNOWLEDGE.md is rewritten when its status says otherwise than the pending findings
+    (``needs-review`` with nothing pending, ``ready`` with findings waiting). Under the
+    project's file lock; returns whether anything was rewritten."""
+    from kbwatch.pipeline.config import state_dir
+    from kbwatch.pipeline.project_lock import project_file_lock
+
+    with project_file_lock(project, state_dir(kb.settings)):
+        return _heal_locked(kb, project)
+
+
+def _heal_locked(kb, project: Path) -> bool:
+    from kbwatch.pipeline.formats.knowledge_md import read_frontmatter
+
+    changed = sync_decisions(kb.journal, project)
+    try:
+        status = read_frontmatter(confine.read_text(project / "KNOWLEDGE.md")).get("status")
+    except OSError:
+        status = None
+    pending = bool(kb.journal.pending_findings(project.name))
+    if changed or (status == "needs-review" and not pending) or (status == "ready" and pending):
+        kb.plugins.hook.kb_project_changed(project=project, reason="review", settings=kb.settings, journal=kb.journal)
+        return True
+    return False
 
 
 def _decide_locked(kb, project, ids: list[int], decision: str, all_pending: bool) -> list[dict]:
@@ -59,17 +111,20 @@ def _decide_locked(kb, project, ids: list[int], decision: str, all_pending: bool
         chosen.append(rows[0])
     decisions = load_decisions(project)
     when = utc_iso()
+    for row in chosen:
+        decisions[row["fingerprint"]] = {
+            "decision": decision, "rule": row["rule"], "excerpt": row["excerpt"],
+            "document": row["document"], "decided_at": when,
+        }
+    # the file first (the truth), then its mirror, then KNOWLEDGE.md: a command killed between
+    # two of these leaves what :func:`heal` puts right (never a journal ahead of the file)
+    save_decisions(project, decisions)
     with journal.transaction() as db:
         for row in chosen:
-            decisions[row["fingerprint"]] = {
-                "decision": decision, "rule": row["rule"], "excerpt": row["excerpt"],
-                "document": row["document"], "decided_at": when,
-            }
             db.execute(
                 "update findings set decision = ?, decided_at = ? where project = ? and fingerprint = ?",
                 [decision, when, project.name, row["fingerprint"]],
             )
-    save_decisions(project, decisions)
     # KNOWLEDGE.md's status follows (the knowledge plugin reacts)
     kb.plugins.hook.kb_project_changed(project=project, reason="review", settings=kb.settings, journal=kb.journal)
     return chosen

@@ -133,9 +133,10 @@ def kb_document_removed(project, name, parsed, settings):
 
 @hookimpl
 def kb_project_changed(project, reason, settings):
-    """The service found the project folder deleted and made again (or replaced): the
-    index is brought in line with the parsed/ of the folder there now."""
-    if reason != "replaced":
+    """The service found the project folder deleted and made again (or replaced), or runs a
+    crash interrupted were recovered (their commit may have stopped before the index was
+    updated): the index is brought in line with the parsed/ of the folder there now."""
+    if reason not in ("replaced", "recovered"):
         return None
     open_index(settings).sync_project(project.name, project)
     return None

@@ -46,3 +46,49 @@ class ProjectMdStage(Stage):
 @hookimpl
 def kb_stages():
     return [ProjectMdStage()]
+
+
+@hookimpl
+def kb_project_changed(project, reason, settings, journal):
+    """After a crash (``reason="recovered"``): the file index follows manifest.json again.
+
+    A commit renames manifest.json and then project.md into place; a service killed between the
+    two left a document listed in the manifest and missing from (or stale in) the file index, and
+    nothing later repaired it (the index is kept incrementally). Rows are added or updated for the
+    manifest's documents (one log line each, as the run would have written) and dropped for names
+    it no longer lists. Nothing is written when they agree."""
+    if reason != "recovered":
+        return None
+    from kbwatch.pipeline import confine
+    from kbwatch.pipeline.config import state_dir
+    from kbwatch.pipeline.formats.manifest import Manifest
+    from kbwatch.pipeline.formats.project_md import ProjectMd
+    from kbwatch.pipeline.fsutil import atomic_write
+    from kbwatch.pipeline.project_lock import project_file_lock
+
+    with project_file_lock(project, state_dir(settings)):
+        manifest = Manifest.load(project / "manifest.json", project.name, "")
+        pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
+        when = human_minute(now_local(settings["stages"]["archive"]["timezone"]))
+        active = manifest.active_files()
+        changed = False
+        for entry in active:
+            archived = entry["versions"][-1]["archived"] if entry["versions"] else ""
+            row = pm.rows.get(entry["name"])
+            if row is not None and row[1:3] == [entry["parsed"], archived]:
+                continue
+            try:  # never through a link planted in parsed/
+                text = confine.read_text(project / entry["parsed"], errors="replace", limit=65536)
+            except OSError:
+                text = ""
+            pm.upsert_row(entry["name"], entry["parsed"], archived, one_line_summary(text) if text else "")
+            pm.add_log(when, "new" if row is None and len(entry["versions"]) <= 1 else "version",
+                       file=entry["name"] + entry.get("ext", ""))
+            changed = True
+        for name in set(pm.rows) - {entry["name"] for entry in active}:
+            pm.remove_row(name)
+            changed = True
+        if not changed:
+            return None
+        atomic_write(project / "project.md", pm.render())
+    return ["project.md"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from kbwatch.pipeline import hookimpl
 from kbwatch.pipeline.fsutil import printable
 from kbwatch.pipeline.model import location
-from kbwatch.pipeline.reviews import decide
+from kbwatch.pipeline.reviews import decide, heal
 
 _SEVERITY = {"low": 0, "medium": 1, "high": 2}
 
@@ -127,6 +127,8 @@ def kb_register_commands(cli):
             click.echo(f"{left} finding(s) still pending in {name}")
             kb.close()
             return
+        if not kb.readonly:
+            heal(kb, project)  # a review killed part-way: the journal and KNOWLEDGE.md follow reviews.json
         rows = kb.journal.pending_findings(project.name)
         if as_json:
             click.echo(json.dumps([

@@ -332,6 +332,37 @@ class KnowledgeBase:
                 except OSError as exc:
                     logger.warning("could not remove {}: {}", row["source"], exc)
                 outcome, message, retryable = "done", "completed after an interrupted run", 0
+                written = _committed_record(project, row)
+                if written is not None:
+                    # the commit wrote the run's record, findings and all, before the kill: it stands
+                    # (it used to be replaced by one without findings: the review gate was lost)
+                    self._keep_findings(project, row, written)
+                    self.journal.update_run(
+                        row["run_id"], outcome="done", status=written["status"], error=None, reason=None,
+                        retryable=0, next_attempt_at=0.0, finished_at=utc_iso(),
+                        record_path=f"{row['project']}/runs/{row['run_id']}.json",
+                    )
+                    logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
+                    continue
+                # killed before the record was written: the findings were only in memory
+                findings, parsed_rel = self._rescan(project, row, manifest)
+                pending = sum(1 for f in findings if getattr(f, "decision", "pending") == "pending")
+                if findings:
+                    message += f"; its text was scanned again ({len(findings)} finding(s), {pending} pending review)"
+                record = build_record(row["run_id"], outcome, message, row["source"], row["sha256"], outputs, [],
+                                      findings, parsed_rel, pending)
+                atomic_write(project / "runs" / f"{row['run_id']}.json",
+                             json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+                self._keep_findings(project, row, {"findings": [
+                    {"kind": f.kind, "rule": f.rule, "severity": f.severity, "line": f.line, "column": f.column,
+                     "offset": f.offset, "excerpt": f.excerpt, "fingerprint": f.fingerprint, "path": parsed_rel}
+                    for f in findings]})
+                self.journal.update_run(
+                    row["run_id"], outcome="done", status=record["status"], error=None, reason=None, retryable=0,
+                    next_attempt_at=0.0, finished_at=utc_iso(), record_path=f"{row['project']}/runs/{row['run_id']}.json",
+                )
+                logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
+                continue
             else:
                 outcome, message, retryable = "failed", "interrupted before it was committed; it will be retried", 1
                 if manifest is not None and is_project(project):
@@ -357,6 +388,50 @@ class KnowledgeBase:
                 logger.warning("could not bring {}'s project files up to date after the crash: {}", project.name, exc)
         return len(stale)
 
+    def _rescan(self, project: Path, row: dict, manifest: Manifest) -> tuple[list, str | None]:
+        """(findings, parsed path) of the committed document ``row`` ran: its parsed text scanned
+        again by the configured stages that can (a ``rescan`` method: the built-in ``scan``)."""
+        entry = manifest.get(row["name"])
+        parsed_rel = entry.get("parsed") if entry else None
+        if not parsed_rel:
+            return [], None
+        try:
+            text = confine.read_text(project / parsed_rel, errors="replace")
+        except OSError:
+            return [], parsed_rel
+        name = str(row["source"]).removeprefix("sources/")
+        findings: list = []
+        for stage in self.plugins.configured_stages():
+            rescan = getattr(stage, "rescan", None)
+            if rescan is None:
+                continue
+            try:
+                findings += rescan(project, name, text, self.plugins, self.settings)
+            except Exception as exc:  # noqa: BLE001 - a scanner bug must not stop the recovery
+                logger.warning("{}: {} could not scan {} again after the crash: {}", project.name, stage.name,
+                               parsed_rel, exc)
+        return findings, parsed_rel
+
+    def _keep_findings(self, project: Path, row: dict, written: dict) -> None:
+        """The findings of a committed run's record become its document's current findings in the
+        journal (with reviews.json's decisions), as the interrupted commit would have recorded them."""
+        from kbwatch.pipeline.reviews import load_decisions
+
+        decisions = load_decisions(project)
+        findings = []
+        for f in written["findings"]:
+            decided = decisions.get(f["fingerprint"]) or {}
+            decision = decided.get("decision") if decided.get("decision") in ("approved", "rejected") else "pending"
+            findings.append({
+                "run_id": row["run_id"], "project": row["project"], "document": row["name"], "path": f["path"],
+                "kind": f["kind"], "rule": f["rule"], "severity": f["severity"], "line": f["line"],
+                "column": f["column"], "offset": f["offset"], "excerpt": f["excerpt"],
+                "fingerprint": f["fingerprint"], "decision": decision,
+                "decided_at": decided.get("decided_at") if decision != "pending" else None, "current": 1,
+            })
+        self.journal.supersede_documents(row["project"], [row["name"]])
+        self.journal.finish_runs([], [], findings)
+
     def _heal_reviews(self) -> None:
         """Every project's journal findings and KNOWLEDGE.md status follow its reviews.json
         (a ``kbwatch review`` killed between its writes; kbwatch.pipeline.reviews.heal)."""
@@ -369,6 +444,21 @@ class KnowledgeBase:
                                    "(a review was interrupted)", project.name)
             except Exception as exc:  # noqa: BLE001 - the next review or ingest tries again
                 logger.warning("could not check {}'s review decisions: {}", project.name, exc)
+
+
+def _committed_record(project: Path, row: dict) -> dict | None:
+    """What ``runs/<run id>.json`` says (``read_record``) when the interrupted commit wrote it as a
+    ``done`` run of the committed content; else None."""
+    from kbwatch.pipeline.formats.run_record import read_record
+
+    try:
+        info = read_record(json.loads(confine.read_text(project / "runs" / f"{row['run_id']}.json")))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+    sha = str(info.get("sha256") or "").removeprefix("sha256:")
+    if info.get("run_id") != row["run_id"] or info.get("outcome") != "done" or sha != row["sha256"]:
+        return None
+    return info
 
 
 def drop_uncommitted_copies(project: Path, row: dict, manifest: Manifest) -> list[str]:

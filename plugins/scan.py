@@ -303,6 +303,17 @@ class ScanStage(Stage):
         return f"{len(findings)} finding(s), {pending} pending review" if findings else "clean"
 
 
+    def rescan(self, project, name: str, parsed_text: str, plugins, settings) -> list:
+        """The findings of a committed document whose run was killed before its record kept them
+        (``KnowledgeBase.recover``): its published text (``parsed/``, header and all, secrets
+        already masked) and its name scanned again, each with the decision reviews.json holds."""
+        findings = run_scanners(plugins, ParsedDocument(markdown=parsed_text), settings, name=name)
+        decisions = load_decisions(project) if findings else {}
+        for f in findings:
+            f.decision = decisions.get(f.fingerprint, {}).get("decision", "pending")
+        return findings
+
+
 @hookimpl
 def kb_stages():
     return [ScanStage()]

@@ -147,3 +147,42 @@ def test_a_journal_rebuild_killed_part_way_leaves_a_whole_journal(tmp_path):
     assert res.returncode == 0, res.stderr
     assert status(root)["p2"]["pending_reviews"] == before["p2"]["pending_reviews"]
     assert knowledge_status(root / "p2") == "needs-review"
+
+
+def test_findings_survive_a_kill_after_the_commit(tmp_path):
+    """Killed after its commit made the project files durable but before the journal recorded
+    the run (held at ``commit:after``, ``source:removed`` or ``records:written``, then SIGKILL),
+    the run was recovered as ``done`` with a record that had no findings: the review gate was
+    gone and the injected document was served ``ready``. Its record's findings are kept now, or,
+    when the record was not written yet, its published text is scanned again (same fingerprints,
+    so a review decision still applies)."""
+    import os
+    import signal
+    import time
+
+    for point in ("commit:after", "source:removed", "records:written"):
+        root = tmp_path / point.replace(":", "-")
+        kbwatch("init", "p1", root=root, check=True)
+        (root / "p1" / "sources" / "a.md").write_text(INJECTION, encoding="utf-8")
+        flag = tmp_path / f"{point.replace(':', '-')}.flag"
+        proc = subprocess.Popen([sys.executable, str(REPO / "run.py"), "ingest", "--root", str(root)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                env={**os.environ, "KBWATCH_TEST_PAUSE": point, "KBWATCH_TEST_PAUSE_FILE": str(flag),
+                                     "KBWATCH_TEST_PAUSE_SECONDS": "60"})
+        deadline = time.monotonic() + 120
+        while not flag.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, point
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        res = kbwatch("ingest", root=root)
+        assert res.returncode == 0, (point, res.stdout + res.stderr)
+        assert status(root)["p1"]["pending_reviews"] == 2, point
+        assert knowledge_status(root / "p1") == "needs-review", point
+        records = [json.loads(p.read_text(encoding="utf-8")) for p in (root / "p1" / "runs").glob("ingest-*.json")]
+        assert len(records) == 1 and records[0]["status"] == "needs-review", (point, records)
+        fingerprints = sorted(d["message"].split("[", 1)[1].split("]", 1)[0] for d in records[0]["diagnostics"]
+                              if d["message"].startswith("finding "))
+        assert len(fingerprints) == 2, (point, records[0]["diagnostics"])
+        rebuilt = kbwatch("journal", "rebuild", root=root)
+        assert rebuilt.returncode == 0 and status(root)["p1"]["pending_reviews"] == 2, point

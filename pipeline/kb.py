@@ -54,6 +54,10 @@ class Pending:
     attempt: int
 
 
+# a temp file (``.<name>.<hex>.tmp``) this old is a leftover even when the last run ended cleanly: no
+# command spends a minute between writing a temp file and renaming it into place
+TEMP_FILE_MIN_AGE = 60.0
+
 # failures that are the project's, not the file's (kbwatch.pipeline.formats): reason -> the file
 PROJECT_FILE_FAILURES = {BAD_MANIFEST: "manifest.json", BAD_PROJECT_MD: "project.md"}
 
@@ -256,9 +260,14 @@ class KnowledgeBase:
         return self.decide(project, last, st.st_size, st.st_mtime_ns, time.time())[0]
 
     # -- crash recovery ------------------------------------------------------
-    def remove_temp_files(self) -> int:
-        """Delete ``.<name>.<hex>.tmp`` files a killed writer left (call under the service lock)."""
+    def remove_temp_files(self, min_age: float = 0.0) -> int:
+        """Delete ``.<name>.<hex>.tmp`` files a killed writer left (call under the service lock),
+        those last modified at least ``min_age`` seconds ago."""
         n = 0
+        now = time.time()
+
+        def old(st: os.stat_result) -> bool:
+            return not min_age or now - st.st_mtime >= min_age
         for project in discover_projects(self.root):
             folders = [project] + [project / d for d in ("archive", "parsed", "runs")]
             for folder in folders:
@@ -269,13 +278,20 @@ class KnowledgeBase:
                     if TEMP_RE.match(path.name) and path.is_file() and not path.is_symlink():
                         try:
                             with confine.folder(path.parent) as dfd:
+                                if not old(os.stat(path.name, dir_fd=dfd, follow_symlinks=False)):
+                                    continue
                                 os.unlink(path.name, dir_fd=dfd)
                             n += 1
                         except OSError:
                             pass
         for path in self.root.glob(".data_structure.md.*.tmp"):
-            path.unlink(missing_ok=True)
-            n += 1
+            try:
+                if path.is_symlink() or not old(path.stat()):
+                    continue
+                path.unlink()
+                n += 1
+            except OSError:
+                pass
         return n
 
     def sweep_intake(self) -> None:
@@ -310,10 +326,12 @@ class KnowledgeBase:
         being retried after ``retry.max_attempts``.
         """
         self.sweep_intake()
-        if self.begin_work():
-            removed = self.remove_temp_files()
-            if removed:
-                logger.info("removed {} temp file(s) left by an interrupted run", removed)
+        # after a crash of the service every temp file is a leftover; otherwise only old ones are (a
+        # `remove`, `rebuild` or `review` killed mid-write left theirs; one running now may be writing)
+        crashed = self.begin_work()
+        removed = self.remove_temp_files(min_age=0.0 if crashed else TEMP_FILE_MIN_AGE)
+        if removed:
+            logger.info("removed {} temp file(s) left by an interrupted run or command", removed)
         stale = self.journal.running_runs()
         for row in stale:
             project = self.root / row["project"]

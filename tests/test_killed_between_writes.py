@@ -186,3 +186,26 @@ def test_findings_survive_a_kill_after_the_commit(tmp_path):
         assert len(fingerprints) == 2, (point, records[0]["diagnostics"])
         rebuilt = kbwatch("journal", "rebuild", root=root)
         assert rebuilt.returncode == 0 and status(root)["p1"]["pending_reviews"] == 2, point
+
+
+def test_temp_files_a_killed_command_left_are_swept_at_the_next_start(tmp_path):
+    """A ``review`` killed between writing ``.reviews.json.<hex>.tmp`` and renaming it left the temp
+    file for good: the sweep ran only after the service itself crashed. Now every start sweeps temp
+    files a minute old (a command running meanwhile may be writing a younger one)."""
+    import os
+    import time
+
+    root = tmp_path / "kb"
+    kbwatch("init", "p1", root=root, check=True)
+    (root / "p1" / "sources" / "a.md").write_text(INJECTION, encoding="utf-8")
+    kbwatch("ingest", root=root)
+    assert killed(tmp_path, root, "review", "p1", "--all", match="reviews.json", when="before") == -9
+    temps = list((root / "p1").glob(".reviews.json.*.tmp"))
+    assert len(temps) == 1, sorted(p.name for p in (root / "p1").iterdir())
+    fresh = root / "p1" / "runs" / ".ingest-x.json.0123abcd.tmp"  # as if a command were writing it now
+    fresh.write_text("{}", encoding="utf-8")
+    past = time.time() - 120
+    os.utime(temps[0], (past, past))
+    res = kbwatch("ingest", root=root)
+    assert res.returncode == 0, res.stderr
+    assert not temps[0].exists() and fresh.exists()

@@ -392,6 +392,8 @@ def fsync_paths(paths) -> None:
             fd = confine.open_file(Path(path), hard_links=True)
         except FileNotFoundError:
             return None
+        except confine.Escape:  # swapped for a link since it was written: nothing of ours to sync there
+            return os.path.dirname(path)
         try:
             if not confine.is_path_descriptor(fd):
                 os.fsync(fd)

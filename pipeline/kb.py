@@ -419,7 +419,12 @@ class KnowledgeBase:
             return [], parsed_rel
         name = str(row["source"]).removeprefix("sources/")
         findings: list = []
-        for stage in self.plugins.configured_stages():
+        try:
+            stages = self.plugins.configured_stages()
+        except Exception as exc:  # noqa: BLE001 - a broken pipeline config is reported by the commands that run it
+            logger.warning("{}: {} not scanned again after the crash: {}", project.name, parsed_rel, exc)
+            return [], parsed_rel
+        for stage in stages:
             rescan = getattr(stage, "rescan", None)
             if rescan is None:
                 continue

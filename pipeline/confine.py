@@ -423,9 +423,14 @@ def _open_path(path: Path) -> int:
         fd = _beneath_root(where[0], "/".join(where[1]), PATH_FLAGS)
         if fd is not None:
             return fd
+    return _open_named(path, PATH_FLAGS)
+
+
+def _open_named(path: Path, flags: int) -> int:
+    """``path`` opened by its name in its folder's descriptor (reached without following links)."""
     with folder(path.parent) as dfd:
         try:
-            return os.open(path.name, PATH_FLAGS, dir_fd=dfd)
+            return os.open(path.name, flags, dir_fd=dfd)
         except OSError as exc:
             if exc.errno in LINK_ERRNOS:
                 raise LinkedFile(exc.errno, f"{path.name} is a symbolic link; kbwatch does not follow it",
@@ -441,14 +446,7 @@ def _reopen(pfd: int, path: Path, st: os.stat_result) -> int:
             return os.open(f"/proc/self/fd/{pfd}", FILE_FLAGS & ~os.O_NOFOLLOW)
         except FileNotFoundError:
             _PROC_FD = False  # no /proc mounted after all
-    with folder(path.parent) as dfd:  # no /proc: by name again, kept only if it is that inode
-        try:
-            fd = os.open(path.name, FILE_FLAGS, dir_fd=dfd)
-        except OSError as exc:
-            if exc.errno in LINK_ERRNOS:
-                raise LinkedFile(exc.errno, f"{path.name} is a symbolic link; kbwatch does not follow it",
-                                 path.name) from None
-            raise
+    fd = _open_named(path, FILE_FLAGS)  # no /proc: by name again, kept only if it is that inode
     again = os.fstat(fd)
     if (again.st_dev, again.st_ino) != (st.st_dev, st.st_ino):
         os.close(fd)

@@ -24,7 +24,7 @@ from kbwatch.pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, fit_
 from kbwatch.pipeline.formats.knowledge_md import render_knowledge
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.project_md import ProjectMd
-from kbwatch.pipeline.formats.run_record import build_record
+from kbwatch.pipeline.formats.run_record import build_record, read_record
 from kbwatch.pipeline.fsutil import (atomic_write, display_path, iso_minute, linked_state_dir, make_state_dir, now_local,
                                      opens, utc_iso)
 from kbwatch.pipeline.journal import Journal
@@ -350,33 +350,22 @@ class KnowledgeBase:
                 except OSError as exc:
                     logger.warning("could not remove {}: {}", row["source"], exc)
                 outcome, message, retryable = "done", "completed after an interrupted run", 0
+                # the commit may have written the run's record, findings and all, before the kill: it
+                # stands (it used to be replaced by one without findings, and the review gate was lost)
                 written = _committed_record(project, row)
-                if written is not None:
-                    # the commit wrote the run's record, findings and all, before the kill: it stands
-                    # (it used to be replaced by one without findings: the review gate was lost)
-                    self._keep_findings(project, row, written)
-                    self.journal.update_run(
-                        row["run_id"], outcome="done", status=written["status"], error=None, reason=None,
-                        retryable=0, next_attempt_at=0.0, finished_at=utc_iso(),
-                        record_path=f"{row['project']}/runs/{row['run_id']}.json",
-                    )
-                    logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
-                    continue
-                # killed before the record was written: the findings were only in memory
-                findings, parsed_rel = self._rescan(project, row, manifest)
-                pending = sum(1 for f in findings if getattr(f, "decision", "pending") == "pending")
-                if findings:
-                    message += f"; its text was scanned again ({len(findings)} finding(s), {pending} pending review)"
-                record = build_record(row["run_id"], outcome, message, row["source"], row["sha256"], outputs, [],
-                                      findings, parsed_rel, pending)
-                atomic_write(project / "runs" / f"{row['run_id']}.json",
-                             json.dumps(record, ensure_ascii=False, indent=2) + "\n")
-                self._keep_findings(project, row, {"findings": [
-                    {"kind": f.kind, "rule": f.rule, "severity": f.severity, "line": f.line, "column": f.column,
-                     "offset": f.offset, "excerpt": f.excerpt, "fingerprint": f.fingerprint, "path": parsed_rel}
-                    for f in findings]})
+                if written is None:  # killed before the record was written: the findings were in memory only
+                    findings, parsed_rel = self._rescan(project, row, manifest)
+                    pending = sum(1 for f in findings if getattr(f, "decision", "pending") == "pending")
+                    if findings:
+                        message += f"; its text was scanned again ({len(findings)} finding(s), {pending} pending review)"
+                    record = build_record(row["run_id"], outcome, message, row["source"], row["sha256"], outputs, [],
+                                          findings, parsed_rel, pending)
+                    atomic_write(project / "runs" / f"{row['run_id']}.json",
+                                 json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+                    written = read_record(record)
+                self._keep_findings(project, row, written["findings"])
                 self.journal.update_run(
-                    row["run_id"], outcome="done", status=record["status"], error=None, reason=None, retryable=0,
+                    row["run_id"], outcome="done", status=written["status"], error=None, reason=None, retryable=0,
                     next_attempt_at=0.0, finished_at=utc_iso(), record_path=f"{row['project']}/runs/{row['run_id']}.json",
                 )
                 logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
@@ -435,25 +424,16 @@ class KnowledgeBase:
                                parsed_rel, exc)
         return findings, parsed_rel
 
-    def _keep_findings(self, project: Path, row: dict, written: dict) -> None:
-        """The findings of a committed run's record become its document's current findings in the
-        journal (with reviews.json's decisions), as the interrupted commit would have recorded them."""
+    def _keep_findings(self, project: Path, row: dict, findings: list[dict]) -> None:
+        """A committed run's findings (``read_record``'s) become its document's current findings in
+        the journal, with reviews.json's decisions, as the interrupted commit would have recorded them."""
         from kbwatch.pipeline.reviews import load_decisions
+        from kbwatch.pipeline.run_records import recorded_finding_row
 
         decisions = load_decisions(project)
-        findings = []
-        for f in written["findings"]:
-            decided = decisions.get(f["fingerprint"]) or {}
-            decision = decided.get("decision") if decided.get("decision") in ("approved", "rejected") else "pending"
-            findings.append({
-                "run_id": row["run_id"], "project": row["project"], "document": row["name"], "path": f["path"],
-                "kind": f["kind"], "rule": f["rule"], "severity": f["severity"], "line": f["line"],
-                "column": f["column"], "offset": f["offset"], "excerpt": f["excerpt"],
-                "fingerprint": f["fingerprint"], "decision": decision,
-                "decided_at": decided.get("decided_at") if decision != "pending" else None, "current": 1,
-            })
         self.journal.supersede_documents(row["project"], [row["name"]])
-        self.journal.finish_runs([], [], findings)
+        self.journal.finish_runs([], [], [recorded_finding_row(row["run_id"], row["project"], row["name"], f,
+                                                               decisions, 1) for f in findings])
 
     def _heal_reviews(self) -> None:
         """Every project's journal findings and KNOWLEDGE.md status follow its reviews.json
@@ -472,8 +452,6 @@ class KnowledgeBase:
 def _committed_record(project: Path, row: dict) -> dict | None:
     """What ``runs/<run id>.json`` says (``read_record``) when the interrupted commit wrote it as a
     ``done`` run of the committed content; else None."""
-    from kbwatch.pipeline.formats.run_record import read_record
-
     try:
         info = read_record(json.loads(confine.read_text(project / "runs" / f"{row['run_id']}.json")))
     except (OSError, ValueError, AttributeError, TypeError):

@@ -21,6 +21,7 @@ from kbwatch.pipeline.formats.run_record import read_record
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.reviews import load_decisions
+from kbwatch.pipeline.run_records import recorded_finding_row
 from kbwatch.pipeline.sources import split_name
 
 STAMP_RE = re.compile(r"^ingest-(\d{8}T\d{6}Z)-")
@@ -49,6 +50,7 @@ def rebuild_journal(kb: KnowledgeBase) -> tuple[int, int]:
         if not runs_dir.is_dir():
             continue
         rows, findings = [], []
+        decisions = load_decisions(project)
         files = sorted(p for p in runs_dir.glob("ingest-*.json"))
         latest_done: dict[str, str] = {}
         for path in files:
@@ -72,20 +74,11 @@ def rebuild_journal(kb: KnowledgeBase) -> tuple[int, int]:
             })
             if info["outcome"] == "done":
                 latest_done[name] = info["run_id"]
-            for f in info["findings"]:
-                findings.append({
-                    "run_id": info["run_id"], "project": project.name, "document": name, "path": f["path"],
-                    "kind": f["kind"], "rule": f["rule"], "severity": f["severity"], "line": f["line"],
-                    "column": f["column"], "offset": f["offset"], "excerpt": f["excerpt"],
-                    "fingerprint": f["fingerprint"], "decision": "pending", "decided_at": None, "current": 0,
-                })
-        decisions = load_decisions(project)
+            findings += [recorded_finding_row(info["run_id"], project.name, name, f, decisions, 0)
+                         for f in info["findings"]]
         removed = _removed_documents(project)
         for f in findings:
             f["current"] = int(latest_done.get(f["document"]) == f["run_id"] and f["document"] not in removed)
-            decided = decisions.get(f["fingerprint"]) or {}
-            if decided.get("decision") in ("approved", "rejected"):
-                f["decision"], f["decided_at"] = decided["decision"], decided.get("decided_at")
         all_rows += rows
         all_findings += findings
         n_runs += len(rows)

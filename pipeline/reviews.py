@@ -51,17 +51,15 @@ def sync_decisions(journal, project: Path) -> int:
     """Make the journal's findings of ``project`` carry reviews.json's decisions (the file is the
     truth): a decided fingerprint the journal has otherwise, and a decision the journal has that
     the file does not (back to ``pending``). Returns how many findings changed."""
-    decisions = load_decisions(project)
+    decided = {fp: d for fp, d in load_decisions(project).items()
+               if isinstance(d, dict) and d.get("decision") in ("approved", "rejected")}
     changed = 0
     with journal.transaction() as db:
-        for fingerprint, d in decisions.items():
-            if not isinstance(d, dict) or d.get("decision") not in ("approved", "rejected"):
-                continue
+        for fingerprint, d in decided.items():
             changed += db.execute(
                 "update findings set decision = ?, decided_at = ? where project = ? and fingerprint = ? "
                 "and decision != ?", [d["decision"], d.get("decided_at"), project.name, fingerprint, d["decision"]],
             ).rowcount
-        decided = [fp for fp, d in decisions.items() if isinstance(d, dict) and d.get("decision") in ("approved", "rejected")]
         rows = db.execute("select distinct fingerprint from findings where project = ? and decision != 'pending'",
                           [project.name]).fetchall()
         for (fingerprint,) in rows:

@@ -60,6 +60,22 @@ def finding_row(run: "FinishedRun", project: str, f) -> dict:
     }
 
 
+def recorded_finding_row(run_id: str, project: str, document: str, f: dict, decisions: dict,
+                         current: int) -> dict:
+    """The journal row of a finding read back from a run record (``read_record``), with the
+    decision ``reviews.json`` (``decisions``) holds for its fingerprint: ``journal rebuild`` and
+    the recovery of a run a crash cut after its commit."""
+    decided = decisions.get(f["fingerprint"]) or {}
+    known = decided.get("decision") in ("approved", "rejected")
+    return {
+        "run_id": run_id, "project": project, "document": document, "path": f["path"],
+        "kind": f["kind"], "rule": f["rule"], "severity": f["severity"], "line": f["line"],
+        "column": f["column"], "offset": f["offset"], "excerpt": f["excerpt"], "fingerprint": f["fingerprint"],
+        "decision": decided["decision"] if known else "pending",
+        "decided_at": decided.get("decided_at") if known else None, "current": current,
+    }
+
+
 def observed(run: "FinishedRun", project: str, row: dict) -> RunRecord:
     """The finished run as ``kb_run_finished`` observers see it."""
     return RunRecord(

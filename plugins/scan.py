@@ -302,7 +302,6 @@ class ScanStage(Stage):
         pending = sum(1 for f in findings if f.decision == "pending")
         return f"{len(findings)} finding(s), {pending} pending review" if findings else "clean"
 
-
     def rescan(self, project, name: str, parsed_text: str, plugins, settings) -> list:
         """The findings of a committed document whose run was killed before its record kept them
         (``KnowledgeBase.recover``): its published text (``parsed/``, header and all, secrets

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -180,3 +182,23 @@ def open_at_once(open_and_close, threads: int = 6) -> list[str]:
     for t in started:
         t.join(timeout=120)
     return errors
+
+
+def free_port() -> int:
+    """A free port below the kernel's ephemeral range: a scheduler restarted on it must find it
+    free, and a port the kernel hands out for outgoing connections (another test's client) may be
+    taken by one the moment the killed scheduler lets it go (CI saw "Scheduler failed to start")."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(min(20000, low - 1000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port below the ephemeral range")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, SHARED, ingest, kbwatch, process_running, run_records, schema
+from conftest import FIXTURES, REPO, SHARED, free_port, ingest, kbwatch, process_running, run_records, schema
 
 distributed = pytest.importorskip("distributed", reason="distributed is not installed (pip install 'kbwatch[cluster]')")
 
@@ -48,12 +48,6 @@ def kb_parse(path, ext, settings):
     time.sleep(float(text.split()[0]))
     return ParsedDocument(markdown=f"# {Path(path).stem}\\n\\n{text}\\n", parser="testslow")
 '''
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Cluster:
@@ -83,8 +77,22 @@ class Cluster:
         self.procs.append(proc)
         return proc
 
-    def start_scheduler(self) -> None:
-        self.scheduler = self._spawn("scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard")
+    def start_scheduler(self, attempts: int = 5) -> None:
+        """Start the scheduler and wait until it listens; a start that fails (the port not yet
+        free after a kill) is tried again."""
+        for _ in range(attempts):
+            self.scheduler = self._spawn("scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard")
+            deadline = time.monotonic() + 60
+            while self.scheduler.poll() is None and time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                    return
+                except OSError:
+                    time.sleep(0.1)
+            if self.scheduler.poll() is None:
+                break
+            time.sleep(1.0)
+        raise AssertionError(f"the Dask scheduler did not start:\n{self.log.read_text(errors='replace')[-3000:]}")
 
     def kill_scheduler(self) -> None:
         os.killpg(self.scheduler.pid, signal.SIGKILL)

@@ -25,7 +25,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import REPO, ingest, kbwatch, schema
+from conftest import REPO, free_port, ingest, kbwatch, schema
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install 'mcp>=2.3,<3')")
 from anyio.from_thread import start_blocking_portal  # noqa: E402
@@ -71,12 +71,6 @@ def validators():
 def env() -> dict:
     return {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "KBWATCH_DISABLE_ENTRYPOINTS": "1",
             "HOME": os.environ.get("HOME", "/tmp")}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Client:

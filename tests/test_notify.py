@@ -11,7 +11,6 @@ message (tenacity retries), one whose port is closed (given up after
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 import threading
 from email import message_from_bytes
@@ -21,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from _page_util import SERVICE_TOML, Watch, make_root, wait_for
+from conftest import free_port
 
 
 class Receiver(ThreadingHTTPServer):
@@ -61,12 +61,6 @@ class Hook(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

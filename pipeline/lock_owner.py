@@ -32,3 +32,20 @@ def flock_holder(path: Path) -> str | None:
         if where.rsplit(":", 1)[-1] == str(st.st_ino):
             same_inode.append(pid)
     return same_inode[0] if len(same_inode) == 1 else None
+
+
+SERVICE_COMMANDS = ("watch", "ingest")
+
+
+def holder_command(pid: str | int) -> str | None:
+    """Which kbwatch command the process ``pid`` runs ("watch" or "ingest"), from
+    ``/proc/<pid>/cmdline``; None when it cannot be told (another user's process, not Linux)."""
+    try:
+        args = Path(f"/proc/{int(pid)}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    for arg in args[1:]:
+        word = arg.decode("utf-8", "replace")
+        if word in SERVICE_COMMANDS:
+            return word
+    return None

@@ -48,6 +48,18 @@ from kbwatch.pipeline.watcher import SourceEvents, StabilityTracker, choose_obse
 LOCK_NAME = "watch.lock"
 
 
+INGEST_BUSY = ("kbwatch ingest is running on this root (pid {pid}); it stops by itself when sources/ "
+               "is drained: wait for it, or stop it first")
+
+
+def _busy(message: str, pid: str) -> str:
+    """``message`` for the holder ``pid``; the ingest message when the holder is a ``kbwatch
+    ingest`` (the messages name watch, the usual holder)."""
+    from kbwatch.pipeline.lock_owner import holder_command
+
+    return (INGEST_BUSY if holder_command(pid) == "ingest" else message).format(pid=pid)
+
+
 class ServiceLock:
     """The one-service-per-root lock: an exclusive flock on an open descriptor of the
     root directory itself (which users cannot delete from under the service) and on
@@ -77,7 +89,7 @@ class ServiceLock:
                     pid = os.read(fd, 32).decode().strip() or "unknown"
                 finally:
                     os.close(fd)
-                raise ConfigError(busy_message.format(pid=pid)) from None
+                raise ConfigError(_busy(busy_message, pid)) from None
         except BaseException:
             self._release_root()
             raise
@@ -92,7 +104,7 @@ class ServiceLock:
             fcntl.flock(rfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(rfd)
-            raise ConfigError(busy_message.format(pid=self._pid_from_file() or flock_holder(self.root) or "unknown")) from None
+            raise ConfigError(_busy(busy_message, self._pid_from_file() or flock_holder(self.root) or "unknown")) from None
         except OSError as exc:  # e.g. a network file system without flock on directories
             os.close(rfd)
             logger.debug("no lock on the root directory ({}); the state-dir lock alone guards it", exc)

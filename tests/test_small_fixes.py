@@ -244,3 +244,38 @@ def test_closing_a_pool_while_a_worker_starts_leaves_no_child_to_complain(tmp_pa
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["worker", "spawned", "closed"]
     assert "EOFError" not in proc.stderr and "Ran out of input" not in proc.stderr, proc.stderr[-3000:]
+
+
+# -- who holds the root ----------------------------------------------------------
+
+
+def test_a_busy_root_names_the_ingest_that_holds_it(tmp_path):
+    """A ``watch`` or second ``ingest`` started while ``kbwatch ingest`` works says it is that
+    ingest (to wait for), not a watch (to stop); exit 2 either way."""
+    root = make_root(tmp_path)
+    (root / "p" / "sources" / "a.md").write_text("# A\n\nheld at its listing\n", encoding="utf-8")
+    flag = tmp_path / "paused"
+    env = {**os.environ, "KBWATCH_TEST_PAUSE": "run:listed", "KBWATCH_TEST_PAUSE_FILE": str(flag)}
+    holder = subprocess.Popen([sys.executable, str(REPO / "run.py"), "ingest", "--root", str(root)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(flag.exists, 60, "the ingest's pause at run:listed")
+        for command in ("watch", "ingest"):
+            busy = kbwatch(command, root=root, timeout=60)
+            assert busy.returncode == 2, (command, busy.stdout, busy.stderr)
+            assert f"kbwatch ingest is running on this root (pid {holder.pid})" in busy.stderr, busy.stderr
+            assert "wait for it" in busy.stderr
+    finally:
+        os.killpg(holder.pid, 9)
+        holder.wait(10)
+    # and a watch holding it is still named as one
+    svc = subprocess.Popen([sys.executable, str(REPO / "run.py"), "watch", "--root", str(root)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: json.loads(kbwatch("status", "--json", root=root).stdout)["state"] == "running", 60,
+                 "the service's start")
+        busy = kbwatch("ingest", root=root, timeout=60)
+        assert busy.returncode == 2 and "kbwatch watch is running on this root" in busy.stderr, busy.stderr
+    finally:
+        os.killpg(svc.pid, 15)
+        svc.wait(30)

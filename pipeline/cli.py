@@ -31,10 +31,10 @@ class KbwatchGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ConfigError as exc:
-            click.echo(printable(f"Error: {exc}", keep="\n\t"), err=True)
+            click.echo(printable(f"Error: {exc}", keep="\n"), err=True)
             ctx.exit(EXIT_USAGE)
         except KbwatchError as exc:
-            click.echo(printable(f"Error: {exc}", keep="\n\t"), err=True)
+            click.echo(printable(f"Error: {exc}", keep="\n"), err=True)
             ctx.exit(EXIT_FAILED)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise

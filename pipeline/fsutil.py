@@ -498,8 +498,9 @@ def printable(text: str, keep: str = "") -> str:
     own), bidirectional and other format characters (U+202E reverses what follows),
     private-use, unassigned and variation-selector ones shown as ``<U+XXXX>``; the characters
     in ``keep`` and spaces stay. File names come from anyone who can write to the shared
-    folder. Text that may span lines passes ``keep="\n\t"`` (the log indents its continuation
-    lines); finding excerpts keep ``\n\r\t``."""
+    folder. Text that may span lines passes ``keep="\n"`` (the log indents its continuation
+    lines; a TAB, which a name may hold, is shown as ``<U+0009>`` so a log read as
+    tab-separated fields keeps its columns); finding excerpts keep ``\n\r\t``."""
     if text.isascii() and (text.isprintable() or not any(ch < " " and ch not in keep or ch == "\x7f" for ch in text)):
         return text
     out = []

@@ -42,7 +42,7 @@ FILE_FORMAT = "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {process} | {extra
 
 
 def _shown(record) -> None:
-    record["extra"]["_shown"] = printable(record["message"], keep="\n\t").replace("\n", CONTINUATION)
+    record["extra"]["_shown"] = printable(record["message"], keep="\n").replace("\n", CONTINUATION)
 
 
 def _file_format(record) -> str:

@@ -79,3 +79,19 @@ def test_a_name_with_a_line_break_cannot_forge_a_log_line(tmp_path):
     for where, text in (("the log file", log), ("the terminal", ingest.stderr)):
         starts = [line for line in text.splitlines() if line.startswith("2001-01-01")]
         assert not starts, f"{where} has a forged line: {starts}"  # ... but never as a line of its own
+
+
+def test_a_tab_in_a_name_is_shown_escaped_in_the_log_and_on_the_terminal(tmp_path):
+    """A TAB is a control character a name may hold: it is refused like the others, and the
+    log line and the terminal show it as <U+0009>, so nobody reading them as tab-separated
+    fields gets a column the name made up."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    kbwatch("init", "p", root=root, check=True)
+    (root / "p" / "sources" / "left\tright.md").write_text("# A note\n", encoding="utf-8")
+    ingest = kbwatch("ingest", root=root)
+    assert ingest.returncode == 1, ingest.stderr
+    log = (root / ".kbwatch" / "logs" / "kbwatch.log").read_text(encoding="utf-8")
+    for where, text in (("the log file", log), ("the terminal", ingest.stdout + ingest.stderr)):
+        assert "left<U+0009>right.md" in text, f"{where}:\n{text}"
+        assert "\t" not in text, f"{where} printed a TAB raw:\n{text!r}"

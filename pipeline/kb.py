@@ -385,7 +385,7 @@ class KnowledgeBase:
             )
             logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
         self._heal_reviews()
-        for project in sorted({self.root / row["project"] for row in stale}):
+        for project in sorted({self.root / row["project"] for row in stale} | set(self._listing_removed())):
             if not is_project(project):
                 continue
             try:  # a commit cut between its renames: the derived files follow manifest.json again
@@ -434,6 +434,22 @@ class KnowledgeBase:
         self.journal.supersede_documents(row["project"], [row["name"]])
         self.journal.finish_runs([], [], [recorded_finding_row(row["run_id"], row["project"], row["name"], f,
                                                                decisions, 1) for f in findings])
+
+    def _listing_removed(self) -> list[Path]:
+        """Projects whose project.md still lists a document manifest.json marks removed: a
+        ``kbwatch remove`` killed between its writes (manifest.json is written first, project.md
+        last). ``kb_project_changed(reason="recovered")`` finishes them."""
+        out = []
+        for project in self.projects():
+            try:
+                manifest = Manifest.load(project / "manifest.json", project.name, "")
+                removed = set(manifest.names()) - set(manifest.active_names())
+                if removed and removed & set(ProjectMd.load(project / "project.md", project.name,
+                                                            self.settings["project"]["language"]).rows):
+                    out.append(project)
+            except Exception as exc:  # noqa: BLE001 - a broken project file is reported by the runs
+                logger.debug("could not compare {}'s project files: {}", project.name, exc)
+        return out
 
     def _heal_reviews(self) -> None:
         """Every project's journal findings and KNOWLEDGE.md status follow its reviews.json

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO, index_rows, kbwatch
 
 KILLER = '''
@@ -209,3 +211,57 @@ def test_temp_files_a_killed_command_left_are_swept_at_the_next_start(tmp_path):
     res = kbwatch("ingest", root=root)
     assert res.returncode == 0, res.stderr
     assert not temps[0].exists() and fresh.exists()
+
+
+def _removed_cleanly(root: Path) -> None:
+    """``a`` (the one with a finding) is gone from every place a reader looks; ``b`` stays."""
+    project = root / "p1"
+    manifest = json.loads((project / "manifest.json").read_text(encoding="utf-8"))
+    assert {f["name"]: bool(f.get("removed")) for f in manifest["files"]} == {"a": True, "b": False}
+    assert [r[0] for r in index_rows(project)] == ["b"]
+    assert not (project / "parsed" / "a.md").exists() and (project / "parsed" / "b.md").exists()
+    assert "移除 a.md" in (project / "project.md").read_text(encoding="utf-8").split("更新记录")[-1]
+    st = status(root)["p1"]
+    assert (st["documents"], st["pending_reviews"]) == (1, 0), st
+    assert knowledge_status(project) == "ready"
+    ask = kbwatch("ask", "p1", "zzalpha", root=root)
+    assert "parsed/a.md" not in ask.stdout, ask.stdout
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in (project / "runs").glob("remove-*.json")]
+    assert len(records) == 1 and records[0]["status"] == "passed", records
+
+
+def _killed_remove(tmp_path: Path, match: str = "manifest.json", when: str = "after") -> Path:
+    root = tmp_path / "kb"
+    kbwatch("init", "p1", root=root, check=True)
+    (root / "p1" / "sources" / "a.md").write_text(INJECTION, encoding="utf-8")
+    (root / "p1" / "sources" / "b.md").write_text("doc beta zzbeta plain notes\n", encoding="utf-8")
+    kbwatch("ingest", root=root)
+    assert status(root)["p1"]["pending_reviews"] >= 1
+    assert killed(tmp_path, root, "remove", "p1", "a", match=match, when=when) == -9
+    assert sorted(r[0] for r in index_rows(root / "p1")) == ["a", "b"]  # killed where the test meant it to be
+    return root
+
+
+def test_a_remove_killed_after_manifest_json_is_finished_by_the_next_remove(tmp_path):
+    """``remove`` writes manifest.json first and project.md last. Killed in between, the document
+    stayed listed in project.md, searchable and its findings pending, and a second ``remove``
+    refused it ("no document"); now the second one finishes it."""
+    root = _killed_remove(tmp_path)
+    again = kbwatch("remove", "p1", "a", root=root)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "finishes a removal that was interrupted" in again.stdout
+    _removed_cleanly(root)
+    third = kbwatch("remove", "p1", "a", root=root)
+    assert third.returncode == 2 and "no document" in third.stderr, third.stdout + third.stderr
+
+
+@pytest.mark.parametrize("match,when", [("manifest.json", "after"), ("a.md", "after"),
+                                        ("KNOWLEDGE.md", "after"), ("project.md", "before")])
+def test_a_remove_killed_after_manifest_json_is_finished_by_the_next_start(tmp_path, match, when):
+    """Nobody runs ``remove`` again: the next start of the service (here ``ingest``) sees
+    project.md list a document manifest.json marks removed, and finishes the removal (killed
+    after the manifest, after the parsed file's deletion, after KNOWLEDGE.md, before project.md)."""
+    root = _killed_remove(tmp_path, match, when)
+    res = kbwatch("ingest", root=root)
+    assert res.returncode == 0, res.stdout + res.stderr
+    _removed_cleanly(root)

@@ -5,6 +5,9 @@ Owns which files are waiting or running and the threads that take them:
 - a :class:`Job` is one file of one project; its key ``(project, rel)`` is
   held from :meth:`RunQueue.submit` until :meth:`RunQueue.release`, so a file
   is never queued twice at once (nor while its run waits for its commit);
+- jobs are taken round-robin across projects (:class:`FairQueue`): a burst of
+  thousands of files in one project does not hold back a file dropped into
+  another, which waits for at most one job of each other busy project;
 - two lanes: the ordinary one, served by several threads, and the large-text
   one (:mod:`kbwatch.pipeline.lanes`), served by one thread, so large texts never
   occupy every thread;
@@ -24,6 +27,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -43,12 +47,75 @@ class Job:
         return (str(self.project), self.rel)
 
 
+class FairQueue:
+    """The jobs of a lane, taken round-robin across projects, first in first out within one.
+
+    The part of :class:`queue.Queue` the run queue uses (``put``, ``get``, ``get_nowait``,
+    ``qsize``); ``None`` (a thread's signal to end) is handed out once no job is left.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._jobs: dict[str, deque[Job]] = {}  # project -> its queued jobs
+        self._turns: deque[str] = deque()  # projects with queued jobs, the next one first
+        self._size = 0
+        self._ends = 0  # None items put
+
+    def put(self, job: Job | None) -> None:
+        with self._cond:
+            if job is None:
+                self._ends += 1
+            else:
+                key = str(job.project)
+                jobs = self._jobs.get(key)
+                if jobs is None:
+                    jobs = self._jobs[key] = deque()
+                    self._turns.append(key)
+                jobs.append(job)
+                self._size += 1
+            self._cond.notify()
+
+    def _take(self) -> tuple[Job | None, bool]:
+        if self._size:
+            key = self._turns.popleft()
+            jobs = self._jobs[key]
+            job = jobs.popleft()
+            self._size -= 1
+            if jobs:
+                self._turns.append(key)
+            else:
+                del self._jobs[key]
+            return job, True
+        if self._ends:
+            self._ends -= 1
+            return None, True
+        return None, False
+
+    def get(self) -> Job | None:
+        with self._cond:
+            while True:
+                item, taken = self._take()
+                if taken:
+                    return item
+                self._cond.wait()
+
+    def get_nowait(self) -> Job | None:
+        with self._cond:
+            item, taken = self._take()
+            if not taken:
+                raise queue.Empty
+            return item
+
+    def qsize(self) -> int:
+        return self._size
+
+
 class RunQueue:
     def __init__(self, handle: Callable[[Job], None], dropped: Callable[[Job], None]):
         self._handle = handle
         self._dropped = dropped
-        self._queue: queue.Queue[Job | None] = queue.Queue()
-        self._large_queue: queue.Queue[Job | None] = queue.Queue()  # kbwatch.pipeline.lanes: one large text at a time
+        self._queue = FairQueue()
+        self._large_queue = FairQueue()  # kbwatch.pipeline.lanes: one large text at a time
         self._keys: set[tuple[str, str]] = set()
         self._keys_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -110,7 +177,7 @@ class RunQueue:
         t.start()
         self._threads.append(t)
 
-    def _loop(self, jobs: "queue.Queue[Job | None]") -> None:
+    def _loop(self, jobs: FairQueue) -> None:
         while True:
             job = jobs.get()
             if job is None:

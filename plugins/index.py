@@ -139,7 +139,27 @@ def kb_project_changed(project, reason, settings):
     if reason not in ("replaced", "recovered"):
         return None
     open_index(settings).sync_project(project.name, project)
+    if reason == "recovered":  # a commit or a `remove` cut short: the navigation files follow too
+        _rewrite_navigation(project, settings)
+        return ["parsed/data_structure.md"]
     return None
+
+
+def _rewrite_navigation(project, settings) -> None:
+    """Every ``data_structure.md`` of the project (and the root's) from its files now."""
+    from kbwatch.pipeline.config import state_dir
+    from kbwatch.pipeline.formats.manifest import Manifest
+    from kbwatch.pipeline.formats.project_md import ProjectMd
+    from kbwatch.pipeline.project_lock import project_file_lock
+
+    with project_file_lock(project, state_dir(settings)):
+        manifest = Manifest.load(project / "manifest.json", project.name, "")
+        pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
+        # removed documents' folders too: one may have lost its last document
+        folders = {entry["parsed"].removeprefix("parsed/").rpartition("/")[0] for entry in manifest.files()}
+        folders = {f for f in folders if f and (project / "parsed" / f).is_dir()}
+        write_folder_files(project, folders | {""}, manifest, project_purpose(pm, manifest))
+    write_root_file(project.parent, settings)
 
 
 @hookimpl

@@ -38,12 +38,12 @@ def _resolve(manifest: Manifest, doc: str, project: Path, pm: ProjectMd) -> tupl
             continue
         if not entry.get("removed"):
             return entry, False
-        if unfinished(project, entry, pm):
+        if unfinished(entry, pm):
             return entry, True
     raise ConfigError(f"no document {doc!r} in this project (kbwatch status / project.md list them)")
 
 
-def unfinished(project: Path, entry: dict, pm: ProjectMd) -> bool:
+def unfinished(entry: dict, pm: ProjectMd) -> bool:
     """A removed entry whose removal was cut short: project.md, written last, still lists it
     (the check ``KnowledgeBase.recover`` makes at every start)."""
     return entry["name"] in pm.rows
@@ -150,7 +150,7 @@ def kb_project_changed(project, reason, settings, journal):
         pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
         done = []
         for entry in manifest.files():
-            if entry.get("removed") and unfinished(project, entry, pm):
+            if entry.get("removed") and unfinished(entry, pm):
                 outputs = finish_removal(project, entry, pm, settings, journal, resumed=True)
                 _write_record(project, entry, outputs, resumed=True)
                 done.append(entry["name"])

@@ -220,6 +220,8 @@ def _removed_cleanly(root: Path) -> None:
     assert {f["name"]: bool(f.get("removed")) for f in manifest["files"]} == {"a": True, "b": False}
     assert [r[0] for r in index_rows(project)] == ["b"]
     assert not (project / "parsed" / "a.md").exists() and (project / "parsed" / "b.md").exists()
+    navigation = (project / "parsed" / "data_structure.md").read_text(encoding="utf-8")
+    assert "b.md" in navigation and "a.md" not in navigation, navigation
     assert "移除 a.md" in (project / "project.md").read_text(encoding="utf-8").split("更新记录")[-1]
     st = status(root)["p1"]
     assert (st["documents"], st["pending_reviews"]) == (1, 0), st

@@ -146,20 +146,27 @@ def kb_project_changed(project, reason, settings):
 
 
 def _rewrite_navigation(project, settings) -> None:
-    """Every ``data_structure.md`` of the project (and the root's) from its files now."""
+    """Every ``data_structure.md`` of the project (under its file lock), then the root's."""
     from kbwatch.pipeline.config import state_dir
-    from kbwatch.pipeline.formats.manifest import Manifest
-    from kbwatch.pipeline.formats.project_md import ProjectMd
     from kbwatch.pipeline.project_lock import project_file_lock
 
     with project_file_lock(project, state_dir(settings)):
-        manifest = Manifest.load(project / "manifest.json", project.name, "")
-        pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
-        # removed documents' folders too: one may have lost its last document
-        folders = {entry["parsed"].removeprefix("parsed/").rpartition("/")[0] for entry in manifest.files()}
-        folders = {f for f in folders if f and (project / "parsed" / f).is_dir()}
-        write_folder_files(project, folders | {""}, manifest, project_purpose(pm, manifest))
+        _write_folder_files(project, settings)
     write_root_file(project.parent, settings)
+
+
+def _write_folder_files(project, settings) -> None:
+    """Rewrite the ``data_structure.md`` of every folder of ``parsed/`` that holds a ``.md`` file
+    (a folder whose last document was removed keeps its navigation file, rewritten empty);
+    call with the project's file lock held."""
+    from kbwatch.pipeline.formats.manifest import Manifest
+    from kbwatch.pipeline.formats.project_md import ProjectMd
+
+    manifest = Manifest.load(project / "manifest.json", project.name, "")
+    pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
+    folders = {p.parent.relative_to(project / "parsed").as_posix().strip(".")
+               for p in (project / "parsed").rglob("*.md")}  # (rglob follows no link to a folder)
+    write_folder_files(project, folders | {""}, manifest, project_purpose(pm, manifest))
 
 
 @hookimpl
@@ -181,8 +188,6 @@ def kb_register_commands(cli):
         Example: kbwatch index rebuild
         """
         from kbwatch.pipeline.config import state_dir
-        from kbwatch.pipeline.formats.manifest import Manifest
-        from kbwatch.pipeline.formats.project_md import ProjectMd
         from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
 
         kb = open_kb(root, config_file, log_files=False)
@@ -190,11 +195,7 @@ def kb_register_commands(cli):
         for project in kb.projects(list(names) or None):
             with project_file_lock(project, state_dir(kb.settings), on_wait=say_waiting(project)):
                 counts = idx.rebuild_project(project.name, project)
-                manifest = Manifest.load(project / "manifest.json", project.name, "")
-                pm = ProjectMd.load(project / "project.md", project.name, kb.settings["project"]["language"])
-                folders = {p.parent.relative_to(project / "parsed").as_posix().strip(".")
-                           for p in (project / "parsed").rglob("*.md")}
-                write_folder_files(project, folders | {""}, manifest, project_purpose(pm, manifest))
+                _write_folder_files(project, kb.settings)
             click.echo(f"{project.name}: {counts['indexed']} document(s) indexed")
         write_root_file(kb.root, kb.settings)
         kb.close()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from kbwatch.pipeline import confine
+from kbwatch.pipeline import confine, previous_text
 from kbwatch.pipeline.config import load_settings, state_dir
 from kbwatch.pipeline.errors import BAD_MANIFEST, BAD_PROJECT_MD, CANNOT_OPEN, PROJECT_REPLACED, ConfigError, KbwatchError
 from kbwatch.pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, fit_stem, parsed_path
@@ -332,6 +332,7 @@ class KnowledgeBase:
         removed = self.remove_temp_files(min_age=0.0 if crashed else TEMP_FILE_MIN_AGE)
         if removed:
             logger.info("removed {} temp file(s) left by an interrupted run or command", removed)
+        self._settle_previous_texts()
         stale = self.journal.running_runs()
         for row in stale:
             project = self.root / row["project"]
@@ -394,6 +395,23 @@ class KnowledgeBase:
             except Exception as exc:  # noqa: BLE001 - the next run or `kbwatch rebuild` writes them too
                 logger.warning("could not bring {}'s project files up to date after the crash: {}", project.name, exc)
         return len(stale)
+
+    def _settle_previous_texts(self) -> None:
+        """A new version interrupted before its commit left the committed text aside in parsed/:
+        the manifest's latest version is what stays (kbwatch.pipeline.previous_text)."""
+        for project in discover_projects(self.root):
+            parsed = project / "parsed"
+            if not is_project(project) or not parsed.is_dir() or not any(parsed.rglob(".*.prev")):
+                continue
+            try:
+                manifest = Manifest.load(project / "manifest.json", project.name, iso_minute(now_local()))
+            except Exception as exc:  # noqa: BLE001 - a broken manifest is reported by the runs that read it
+                logger.warning("{}: kept texts of interrupted versions not settled: {}", project.name, exc)
+                continue
+            restored, dropped = previous_text.settle(project, manifest)
+            if restored or dropped:
+                logger.info("{}: {} committed text(s) put back, {} kept copy(ies) removed", project.name,
+                            restored, dropped)
 
     def _rescan(self, project: Path, row: dict, manifest: Manifest) -> tuple[list, str | None]:
         """(findings, parsed path) of the committed document ``row`` ran: its parsed text scanned

@@ -9,6 +9,8 @@ so a re-run adds no second archive file. ``parsed/<name>.md`` is written
 atomically with its header comments (DESIGN §5), in parts: a large body is
 never copied into one more whole-file string. A name too long to take the
 timestamp is shortened for both (``kbwatch.pipeline.formats.archive_names``).
+A listed document's committed text is kept aside until the new version is committed
+(``kbwatch.pipeline.previous_text``): a run that does not end ``done`` puts it back.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kbwatch.pipeline import confine, hookimpl
+from kbwatch.pipeline import confine, hookimpl, previous_text
 from kbwatch.pipeline.errors import PermanentError
 from kbwatch.pipeline.formats.archive_names import (
     ARCHIVE_RE, NAME_MAX, NameTooLong, choose_archive_name, fit_stem, parsed_path,
@@ -25,6 +27,7 @@ from kbwatch.pipeline.formats.manifest import session_manifest
 from kbwatch.pipeline.bigtext import LARGE_CHARS, write_parts_atomic
 from kbwatch.pipeline.formats.parsed import render_parsed_parts
 from kbwatch.pipeline.fsutil import copy_file, human_minute, link_or_copy, now_local
+from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.stage import RunContext, Stage
 
 
@@ -114,6 +117,11 @@ class ArchiveStage(Stage):
             parsed_rel = _parsed_rel(ctx)
             target = project / parsed_rel
             existed = target.exists()
+            # the committed version's text, kept until this run is committed (or put back)
+            previous = previous_text.keep(target) if existed else None
+            if previous is not None:
+                ctx.stash["archive.previous"] = (previous, target)
+                ctx.project.after_commit(f"archive.previous:{previous}", lambda: _drop_previous(previous))
             parts = render_parsed_parts(
                 source_name=ctx.source_rel.removeprefix("sources/"),
                 archived=ctx.archived,
@@ -132,6 +140,30 @@ class ArchiveStage(Stage):
             ctx.parsed_parts = parts
             ctx.parsed_bytes = size
         return ctx.archived
+
+    def finish(self, ctx: RunContext, outcome, message: str) -> None:
+        """A run that will not be committed as ``done`` puts the committed text it replaced back,
+        unless its version stands in the manifest anyway (a stage after ``manifest`` failed): the
+        parsed text follows the manifest's latest version."""
+        kept = ctx.stash.pop("archive.previous", None)
+        if kept is None or getattr(outcome, "value", outcome) == "done":
+            return
+        entry = session_manifest(ctx.project).get(ctx.name)
+        if entry and entry.get("versions") and entry["versions"][-1].get("archived") == ctx.archived:
+            return  # committed with the batch; the copy is dropped after the commit
+        backup, target = kept
+        try:
+            previous_text.put_back(backup, target)
+        except OSError as exc:
+            logger.warning("{}: the committed text could not be put back ({}); the next start does it",
+                           ctx.parsed_path, exc.strerror or exc)
+
+
+def _drop_previous(backup: Path) -> None:
+    try:
+        previous_text.drop(backup)
+    except OSError as exc:  # the next start drops it
+        logger.warning("could not remove {}: {}", backup.name, exc.strerror or exc)
 
 
 @hookimpl

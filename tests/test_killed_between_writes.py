@@ -267,3 +267,73 @@ def test_a_remove_killed_after_manifest_json_is_finished_by_the_next_start(tmp_p
     res = kbwatch("ingest", root=root)
     assert res.returncode == 0, res.stdout + res.stderr
     _removed_cleanly(root)
+
+
+@pytest.mark.parametrize("match,when", [("manifest.json", "before"), ("manifest.json", "after")])
+def test_a_new_version_killed_around_its_commit_leaves_parsed_text_that_matches_the_manifest(tmp_path, match, when):
+    """A new version of a listed document writes its parsed text before the commit. Killed before
+    manifest.json was written, then the source deleted before the next start (so no retry ever
+    rewrites it): parsed/a.md held the new version's text for good. ``ask`` cited it as the old
+    archived version, and its injection had no finding, so KNOWLEDGE.md said ``ready``. The next
+    start now puts the committed version's text back. Killed just after manifest.json, the new
+    version is committed and its text stays."""
+    root = tmp_path / "kb"
+    kbwatch("init", "p1", root=root, check=True)
+    src = root / "p1" / "sources" / "a.md"
+    src.write_text("alpha zqoldmark notes\n", encoding="utf-8")
+    assert kbwatch("ingest", root=root).returncode == 0
+    old = json.loads((root / "p1" / "manifest.json").read_text(encoding="utf-8"))["files"][0]["versions"][-1]
+    src.write_text("zqnewmark " + INJECTION, encoding="utf-8")
+    assert killed(tmp_path, root, "ingest", match=match, when=when) == -9
+    assert "zqnewmark" in (root / "p1" / "parsed" / "a.md").read_text(encoding="utf-8")  # killed where meant
+    committed = when == "after"
+    if not committed:
+        src.unlink()  # deleted before the next start: no retry will rewrite parsed/a.md
+    res = kbwatch("ingest", root=root)
+    assert res.returncode == 0, res.stdout + res.stderr
+    versions = json.loads((root / "p1" / "manifest.json").read_text(encoding="utf-8"))["files"][0]["versions"]
+    parsed = (root / "p1" / "parsed" / "a.md").read_text(encoding="utf-8")
+    assert f"<!-- archived: {versions[-1]['archived']} -->" in parsed
+    assert ("zqnewmark" in parsed) is committed and ("zqoldmark" in parsed) is not committed
+    assert len(versions) == (2 if committed else 1) and (committed or versions[-1] == old)
+    assert not [p.name for p in (root / "p1" / "parsed").iterdir() if p.name.startswith(".")]  # nothing hidden left
+    ask = kbwatch("ask", "p1", "zqnewmark", root=root)
+    assert ("parsed/a.md" in ask.stdout) is committed, ask.stdout + ask.stderr
+    assert knowledge_status(root / "p1") == ("needs-review" if committed else "ready")
+
+
+def test_a_new_version_failed_after_its_text_was_written_puts_the_committed_text_back(tmp_path):
+    """A stage between ``archive`` and ``manifest`` fails for the new version (a third-party stage,
+    loaded as a user would): the run fails, and parsed/a.md holds the committed version's text
+    again, with no kept copy left behind. Before, the failed version's text stood under the old
+    version's entry."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "picky.py").write_text(
+        "from kbwatch.pipeline import hookimpl\n"
+        "from kbwatch.pipeline.errors import PermanentError\n"
+        "class Picky:\n"
+        "    name = 'picky'\n"
+        "    def run(self, ctx):\n"
+        "        if 'zqnewmark' in (ctx.parsed.markdown or ''):\n"
+        "            raise PermanentError('picky refuses this version', reason='picky')\n"
+        "@hookimpl\n"
+        "def kb_stages():\n"
+        "    return [Picky()]\n", encoding="utf-8")
+    (root / "kbwatch.toml").write_text(
+        '[pipeline]\nplugins = ["picky.py"]\n'
+        'stages = ["conflict", "parse", "scan", "archive", "picky", "manifest", "project_md", "knowledge", "index"]\n',
+        encoding="utf-8")
+    kbwatch("init", "p1", root=root, check=True)
+    src = root / "p1" / "sources" / "a.md"
+    src.write_text("alpha zqoldmark notes\n", encoding="utf-8")
+    assert kbwatch("ingest", root=root).returncode == 0
+    src.write_text("zqnewmark " + INJECTION, encoding="utf-8")
+    res = kbwatch("ingest", root=root)
+    assert res.returncode == 1 and "picky refuses this version" in res.stdout + res.stderr, res.stdout + res.stderr
+    versions = json.loads((root / "p1" / "manifest.json").read_text(encoding="utf-8"))["files"][0]["versions"]
+    parsed = (root / "p1" / "parsed" / "a.md").read_text(encoding="utf-8")
+    assert len(versions) == 1 and f"<!-- archived: {versions[0]['archived']} -->" in parsed
+    assert "zqoldmark" in parsed and "zqnewmark" not in parsed
+    assert not [p.name for p in (root / "p1" / "parsed").iterdir() if p.name.startswith(".")]
+    assert knowledge_status(root / "p1") == "ready"

@@ -36,7 +36,7 @@ from kbwatch.pipeline.fsutil import display_path, new_run_id, utc_iso
 from kbwatch.pipeline.journal import Journal
 from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.parsing import check_size
-from kbwatch.pipeline.project import ProjectReplaced, ProjectSession, project_refusal
+from kbwatch.pipeline.project import ProjectReplaced, ProjectSession, project_refusal, refusal_news
 from kbwatch.pipeline.retry_policy import gave_up, give_up_message, retry_transient
 from kbwatch.pipeline.run_queue import Job
 from kbwatch.pipeline.sources import LINK_REFUSAL, TOO_DEEP, classify, folder_too_deep, name_problem, split_name
@@ -140,6 +140,11 @@ class RunExecutor:
         hit = self._refusals.get(key)
         if hit is None or now - hit[0] >= REFUSAL_RECHECK_SECONDS:
             hit = self._refusals[key] = (now, project_refusal(project))
+            if refusal_news(project, hit[1]):  # turned refused (or right again) while running: said once
+                if hit[1] is not None:
+                    logger.warning("project {} refused: {}; its files wait until it is put right", project.name, hit[1])
+                else:
+                    logger.info("project {} is no longer refused", project.name)
         return hit[1]
 
     def run(self, job: Job, session: ProjectSession) -> FinishedRun | None:

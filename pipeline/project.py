@@ -130,6 +130,28 @@ def discover_projects(root: Path) -> list[Path]:
     return [p for p in _candidates(root) if project_refusal(p) is None]
 
 
+_noted: dict[str, str | None] = {}  # project path -> the refusal last logged (None: none, or accepted again)
+_noted_lock = threading.Lock()
+
+
+def refusal_news(project: Path, reason: str | None) -> bool:
+    """Whether ``reason`` (None: not refused) differs from what was last noted for ``project`` in
+    this process, noting it: the service's folder refresh and its runner both see refusals, and each
+    change is logged once, by whichever sees it first."""
+    key = str(project)
+    with _noted_lock:
+        if _noted.get(key) == reason:
+            return False
+        _noted[key] = reason
+        return True
+
+
+def noted_refused(root: Path) -> set[str]:
+    """Names of the projects at ``root`` whose last noted state (:func:`refusal_news`) is refused."""
+    with _noted_lock:
+        return {Path(k).name for k, v in _noted.items() if v is not None and Path(k).parent == root}
+
+
 def refused_projects(root: Path) -> list[tuple[str, str]]:
     """(name, reason) of every folder at the root that looks like a project but is refused."""
     out = []

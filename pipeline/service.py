@@ -39,7 +39,7 @@ from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.logs import Trouble
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.project import (discover_projects, folder_identity, loose_files, no_projects_hint,
-                                      refused_projects)
+                                      noted_refused, refusal_news, refused_projects)
 from kbwatch.pipeline.retry_policy import NEVER_GIVEN_UP
 from kbwatch.pipeline.runner import Runner
 from kbwatch.pipeline.sources import folder_too_deep, project_of
@@ -269,8 +269,15 @@ class WatchService:
         current = dict(refused_projects(self.root))
         for name, reason in current.items():
             if self._refused.get(name) != reason:
-                logger.warning("project {} refused: {}", name, reason)
+                if refusal_news(self.root / name, reason):  # (the runner may have logged it already)
+                    logger.warning("project {} refused: {}", name, reason)
                 self.kb.journal.event(name, "", "refused", reason)
+        # (a project that turned refused while running was seen by the runner, maybe not by a refresh)
+        for name in sorted((set(self._refused) | noted_refused(self.root)) - set(current)):
+            if refusal_news(self.root / name, None):
+                logger.info("project {} is no longer refused; its files are taken again", name)
+            if (self.root / name / "sources").is_dir():  # what waited in it while it was refused
+                self._scan_tree(self.root / name / "sources")
         self._refused = current
 
     def _new_dir(self, path: Path) -> None:

@@ -149,6 +149,33 @@ def test_live_watch_refuses_linked_projects_and_a_project_that_turns_linked(tmp_
     assert {r["name"] for r in status["refused_projects"]} == REFUSED | {"turns"}
 
 
+def test_a_project_that_turns_linked_under_watch_is_logged_and_taken_again_once_put_right(tmp_path, service):
+    """archive/ swapped for a link while ``watch`` runs: a file dropped then waits (nothing is written
+    through the link), and the log said nothing about why. Now one warning line names the project
+    and the reason; once archive/ is a real folder again, one line says so and the waiting file is
+    taken at once (it used to wait for the next full rescan, 300 s by default)."""
+    root = make_root(tmp_path, ("p",))
+    svc = service(root).start()
+    (root / "p" / "sources" / "first.md").write_text("# first\n", encoding="utf-8")
+    wait_for(lambda: "first" in manifest_files(root / "p"), 60, "the first file", proc=svc)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "p" / "archive").rename(tmp_path / "old_archive")
+    (root / "p" / "archive").symlink_to(outside, target_is_directory=True)
+    (root / "p" / "sources" / "drop.md").write_text("# dropped after the swap\n", encoding="utf-8")
+    wait_for(lambda: "project p refused: archive/ is a symbolic link" in svc.log(), 30, "the refusal logged", proc=svc)
+    assert "drop" not in manifest_files(root / "p") and list(outside.iterdir()) == []
+    (root / "p" / "archive").unlink()
+    (tmp_path / "old_archive").rename(root / "p" / "archive")
+    wait_for(lambda: "drop" in manifest_files(root / "p"), 60, "the waiting file taken once put right", proc=svc)
+    code, _ = svc.terminate()
+    assert code == 0
+    log = svc.log()
+    assert log.count("project p refused") == 1, log
+    assert "project p is no longer refused" in log
+    assert list(outside.iterdir()) == [] and not (root / "p" / "sources" / "drop.md").exists()
+
+
 def test_sources_subfolders_are_kept(tmp_path, service):
     root = make_root(tmp_path, projects=("p",))
     sources = root / "p" / "sources"

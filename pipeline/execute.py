@@ -23,6 +23,7 @@ and handing its :class:`FinishedRun` to the commit (:mod:`kbwatch.pipeline.commi
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -140,12 +141,15 @@ class RunExecutor:
         hit = self._refusals.get(key)
         if hit is None or now - hit[0] >= REFUSAL_RECHECK_SECONDS:
             hit = self._refusals[key] = (now, project_refusal(project))
-            if refusal_news(project, hit[1]):  # turned refused (or right again) while running: said once
-                if hit[1] is not None:
-                    logger.warning("project {} refused: {}; its files wait until it is put right", project.name, hit[1])
-                else:
-                    logger.info("project {} is no longer refused", project.name)
+            # turned refused while running: said once (being put right is the service's to say: it
+            # then takes the files that waited); a deleted project is no refusal to report
+            if hit[1] is not None and os.path.lexists(project) and refusal_news(project, hit[1]):
+                logger.warning("project {} refused: {}; its files wait until it is put right", project.name, hit[1])
         return hit[1]
+
+    def forget_refusal(self, project: Path) -> None:
+        """The project was put right: look again at its next file (not up to a second later)."""
+        self._refusals.pop(str(project), None)
 
     def run(self, job: Job, session: ProjectSession) -> FinishedRun | None:
         """Run the stages for one file; the finished run to commit, or None (nothing to commit)."""

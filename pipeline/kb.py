@@ -401,14 +401,14 @@ class KnowledgeBase:
         the manifest's latest version is what stays (kbwatch.pipeline.previous_text)."""
         for project in discover_projects(self.root):
             parsed = project / "parsed"
-            if not is_project(project) or not parsed.is_dir() or not any(parsed.rglob(".*.prev")):
-                continue
             try:
+                if not is_project(project) or not parsed.is_dir() or not any(parsed.rglob(".*.prev")):
+                    continue
                 manifest = Manifest.load(project / "manifest.json", project.name, iso_minute(now_local()))
+                restored, dropped = previous_text.settle(project, manifest)
             except Exception as exc:  # noqa: BLE001 - a broken manifest is reported by the runs that read it
                 logger.warning("{}: kept texts of interrupted versions not settled: {}", project.name, exc)
                 continue
-            restored, dropped = previous_text.settle(project, manifest)
             if restored or dropped:
                 logger.info("{}: {} committed text(s) put back, {} kept copy(ies) removed", project.name,
                             restored, dropped)

@@ -24,6 +24,7 @@ import stat
 from pathlib import Path
 
 from kbwatch.pipeline import confine
+from kbwatch.pipeline.formats.parsed import HEADER_RE, comment_safe
 from kbwatch.pipeline.fsutil import atomic_write_with
 from kbwatch.pipeline.lazylog import logger
 
@@ -57,7 +58,7 @@ def keep(target: Path) -> Path | None:
             while chunk := os.read(fd, _CHUNK):
                 n += fh.write(chunk)
             return n
-        atomic_write_with(backup, fill, fsync=False)  # the old text is durable already: a kill is what this is for
+        atomic_write_with(backup, fill)  # durable before the text it keeps is replaced
     finally:
         os.close(fd)
     return backup
@@ -78,18 +79,21 @@ def drop(backup: Path) -> None:
 
 
 def archived_of(path: Path) -> str | None:
-    """The ``archived`` line of a parsed file's header (None: no such file, or no such line)."""
-    from kbwatch.pipeline.formats.parsed import read_header
-
+    """The ``archived`` line of a parsed file's header, as written (None: no such file, or no such
+    line). Lines are split at ``\n`` only: a name may hold U+2028 or U+0085."""
     try:
         fd = confine.open_regular(path)
-    except OSError:
+    except (OSError, ValueError):
         return None
     try:
         head = os.read(fd, _HEAD_BYTES).decode("utf-8", "replace")
     finally:
         os.close(fd)
-    return read_header(head).get("archived")
+    for line in head.split("\n")[:5]:
+        m = HEADER_RE.match(line)
+        if m and m.group(1) == "archived":
+            return m.group(2)
+    return None
 
 
 def settle(project: Path, manifest) -> tuple[int, int]:
@@ -99,15 +103,18 @@ def settle(project: Path, manifest) -> tuple[int, int]:
     parsed = project / "parsed"
     if not parsed.is_dir() or parsed.is_symlink():
         return 0, 0
-    by_archived: dict[str, tuple[str, str]] = {}  # archived path -> (document's parsed path, latest archived)
+    # the header's form of an archived path (comment_safe) -> (the document's parsed path, latest's header form)
+    by_archived: dict[str, tuple[str, str]] = {}
     for name in manifest.names():
         entry = manifest.get(name) or {}
         versions = entry.get("versions") or []
-        if entry.get("removed") or not versions or not entry.get("parsed"):
+        where = entry.get("parsed")
+        if entry.get("removed") or not versions or not isinstance(where, str) or not where.startswith("parsed/"):
             continue
+        latest = comment_safe(str(versions[-1].get("archived") or ""))
         for v in versions:
             if v.get("archived"):
-                by_archived[v["archived"]] = (entry["parsed"], versions[-1].get("archived"))
+                by_archived[comment_safe(str(v["archived"]))] = (where, latest)
     restored = dropped = 0
     for path in sorted(parsed.rglob(".*.prev")):
         if not PREV_RE.match(path.name):
@@ -119,7 +126,7 @@ def settle(project: Path, manifest) -> tuple[int, int]:
             doc = by_archived.get(holds) if holds else None
             if doc is not None and holds == doc[1]:
                 target = project / doc[0]
-                if archived_of(target) != doc[1] and target.parent == path.parent:
+                if target.parent == path.parent and archived_of(target) != doc[1]:
                     put_back(path, target)
                     restored += 1
                     logger.warning("{}: the text of its last committed version was put back (a new version was "
@@ -127,6 +134,6 @@ def settle(project: Path, manifest) -> tuple[int, int]:
                     continue
             drop(path)
             dropped += 1
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # (a NUL or a lone surrogate in a planted name: ValueError)
             logger.warning("could not settle {}: {}", path, exc)
     return restored, dropped

@@ -227,6 +227,7 @@ class ProjectSession:
         self._callbacks: dict[str, Callable[[], None]] = {}
         self._durable: set[Path] = set()
         self._after: dict[str, Callable[[], None]] = {}
+        self._undo: dict[str, Callable[[], None]] = {}
         self.pending_runs: list[Any] = []  # runs whose stages finished, awaiting commit
         self.active = 0  # runs queued or in flight for this project (guarded by count_lock)
         self.count_lock = threading.Lock()  # never held long: submit must not wait for a commit
@@ -406,10 +407,26 @@ class ProjectSession:
         (derived views such as KNOWLEDGE.md's status, which count findings)."""
         self._after[key] = callback
 
+    def undo_unless_committed(self, key: str, callback: Callable[[], None]) -> None:
+        """Call ``callback`` if the batch's commit fails (:meth:`discard`): a stage that changed a
+        project file ahead of the commit (the archive stage's ``parsed/`` text) undoes it there.
+        Called newest first; forgotten once the commit wrote the project's files."""
+        self._undo[key] = callback
+
+    def forget_undo(self, key: str) -> None:
+        self._undo.pop(key, None)
+
     def run_after_commit(self) -> None:
+        """The :meth:`after_commit` callbacks, each guarded: one that fails does not keep the
+        others from running."""
         callbacks, self._after = self._after, {}
-        for cb in callbacks.values():
-            cb()
+        for key, cb in callbacks.items():
+            try:
+                cb()
+            except Exception as exc:  # noqa: BLE001 - derived views; the next commit or start redoes them
+                from kbwatch.pipeline.lazylog import logger
+
+                logger.opt(exception=True).error("post-commit step {} of {} failed: {}", key, self.name, exc)
 
     def durable(self, path: Path) -> None:
         """Fsync this new file (and its folder) before the commit writes anything."""
@@ -440,6 +457,7 @@ class ProjectSession:
                 self._durable.update(durable)
                 self.check_folder()  # the folder went away during the writes: say so
                 raise
+            self._undo.clear()  # the batch is on disk: nothing of it is undone any more
             for rel in writes:
                 written.append(rel)
                 key = f"file:{rel}"
@@ -459,7 +477,16 @@ class ProjectSession:
         return written
 
     def discard(self) -> None:
-        """Drop deferred work and cached state (after a failed commit)."""
+        """Drop deferred work and cached state (after a failed commit); undo what stages changed
+        ahead of it (:meth:`undo_unless_committed`)."""
+        undo, self._undo = self._undo, {}
+        for key, cb in reversed(undo.items()):
+            try:
+                cb()
+            except Exception as exc:  # noqa: BLE001 - the next start settles what is left
+                from kbwatch.pipeline.lazylog import logger
+
+                logger.warning("undoing {} of {} after a failed commit failed: {}", key, self.name, exc)
         self._writes.clear()
         self._callbacks.clear()
         self._after.clear()

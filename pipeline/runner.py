@@ -101,6 +101,10 @@ class Runner:
             warmup=functools.partial(worker_warmup, self.settings), preload=preload,
         )
 
+    def forget_refusal(self, project: Path) -> None:
+        """A refused project was put right (:meth:`RunExecutor.forget_refusal`)."""
+        self._executor.forget_refusal(project)
+
     def executor(self):
         """Where parses run: ``[stages.parse] executor`` (kbwatch.pipeline.executors)."""
         with self._pool_lock:

@@ -38,7 +38,7 @@ from kbwatch.pipeline.heap import tune as tune_heap
 from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.logs import Trouble
 from kbwatch.pipeline.kb import KnowledgeBase
-from kbwatch.pipeline.project import (discover_projects, folder_identity, loose_files, no_projects_hint,
+from kbwatch.pipeline.project import (discover_projects, folder_identity, is_project, loose_files, no_projects_hint,
                                       noted_refused, refusal_news, refused_projects)
 from kbwatch.pipeline.retry_policy import NEVER_GIVEN_UP
 from kbwatch.pipeline.runner import Runner
@@ -274,11 +274,18 @@ class WatchService:
                 self.kb.journal.event(name, "", "refused", reason)
         # (a project that turned refused while running was seen by the runner, maybe not by a refresh)
         for name in sorted((set(self._refused) | noted_refused(self.root)) - set(current)):
-            if refusal_news(self.root / name, None):
+            if refusal_news(self.root / name, None) and is_project(self.root / name):  # (not deleted)
                 logger.info("project {} is no longer refused; its files are taken again", name)
-            if (self.root / name / "sources").is_dir():  # what waited in it while it was refused
-                self._scan_tree(self.root / name / "sources")
+                self.runner.forget_refusal(self.root / name)
+                if (self.root / name / "sources").is_dir():  # what waited in it while it was refused
+                    self._scan_tree(self.root / name / "sources")
         self._refused = current
+
+    def check_refused(self) -> None:
+        """While a project is refused, look again at every heartbeat: being put right (a link
+        removed) need not make a folder event."""
+        if self._refused or noted_refused(self.root):
+            self._note_refused()
 
     def _new_dir(self, path: Path) -> None:
         """A folder appeared at the root or in a project: watch and scan new sources/.
@@ -442,6 +449,7 @@ class WatchService:
                     if self.state_guard is not None:
                         self.state_guard.check_soon()  # the state dir deleted or replaced: put it back
                     self.heartbeat()
+                    self.check_refused()
                     trim_heap()  # memory freed after a large document goes back to the OS
                     next_beat = now + svc["heartbeat_seconds"]
                     # parse workers hold ~250 MB each: an idle service gives that back

@@ -120,8 +120,11 @@ class ArchiveStage(Stage):
             # the committed version's text, kept until this run is committed (or put back)
             previous = previous_text.keep(target) if existed else None
             if previous is not None:
+                key = f"archive.previous:{previous}"
                 ctx.stash["archive.previous"] = (previous, target)
-                ctx.project.after_commit(f"archive.previous:{previous}", lambda: _drop_previous(previous))
+                ctx.project.after_commit(key, lambda: _drop_previous(previous))
+                # a commit that fails puts it back (unless manifest.json on disk lists this version)
+                ctx.project.undo_unless_committed(key, lambda: _undo(previous, target, project, ctx.name, ctx.archived))
             parts = render_parsed_parts(
                 source_name=ctx.source_rel.removeprefix("sources/"),
                 archived=ctx.archived,
@@ -152,11 +155,34 @@ class ArchiveStage(Stage):
         if entry and entry.get("versions") and entry["versions"][-1].get("archived") == ctx.archived:
             return  # committed with the batch; the copy is dropped after the commit
         backup, target = kept
-        try:
-            previous_text.put_back(backup, target)
-        except OSError as exc:
-            logger.warning("{}: the committed text could not be put back ({}); the next start does it",
-                           ctx.parsed_path, exc.strerror or exc)
+        ctx.project.forget_undo(f"archive.previous:{backup}")
+        _put_back(backup, target)
+
+
+def _put_back(backup: Path, target: Path) -> None:
+    try:
+        previous_text.put_back(backup, target)
+    except FileNotFoundError:  # its folder went away (the project folder was replaced): nothing to put right
+        pass
+    except OSError as exc:
+        logger.warning("{}: the committed text could not be put back ({}); the next start does it",
+                       target.name, exc.strerror or exc)
+
+
+def _undo(backup: Path, target: Path, project: Path, name: str, archived: str | None) -> None:
+    """After a failed commit: the kept text back, unless manifest.json on disk lists this run's
+    version (the commit's renames stopped after it): the parsed text follows the manifest."""
+    from kbwatch.pipeline.formats.manifest import Manifest
+    from kbwatch.pipeline.fsutil import iso_minute
+
+    try:
+        entry = Manifest.load(project / "manifest.json", project.name, iso_minute(now_local())).get(name)
+    except Exception:  # noqa: BLE001 - unreadable: it cannot list the new version
+        entry = None
+    if entry and entry.get("versions") and entry["versions"][-1].get("archived") == archived:
+        _drop_previous(backup)
+    else:
+        _put_back(backup, target)
 
 
 def _drop_previous(backup: Path) -> None:

@@ -28,7 +28,9 @@ def wrap(name):
         hit = False
         if "/intake/" not in " ".join(map(str, args)) and MATCH in " ".join(map(str, args)):
             seen[0] += 1
-            hit = seen[0] == NTH
+            hit = seen[0] == NTH or NTH == 0
+        if hit and WHEN == "fail":  # the disk full at this write, every time (NTH 0)
+            raise OSError(28, "No space left on device (injected)", str(args[0]))
         if hit and WHEN == "before":
             os.kill(os.getpid(), signal.SIGKILL)
         try:
@@ -47,7 +49,8 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 def killed(tmp_path: Path, root: Path, *args: str, match: str, when: str, nth: int = 1) -> int:
     """``kbwatch ARGS`` killed (SIGKILL) before/after the ``nth`` rename, replace or unlink
-    whose arguments contain ``match``; returns its exit status (-9)."""
+    whose arguments contain ``match``; returns its exit status (-9). ``when="fail"``: that call
+    fails with ENOSPC instead (every such call with ``nth=0``) and the command runs on."""
     killer = tmp_path / "killer.py"
     killer.write_text(KILLER, encoding="utf-8")
     proc = subprocess.run([sys.executable, str(killer), str(REPO / "run.py"), *args, "--root", str(root)],
@@ -337,3 +340,56 @@ def test_a_new_version_failed_after_its_text_was_written_puts_the_committed_text
     assert "zqoldmark" in parsed and "zqnewmark" not in parsed
     assert not [p.name for p in (root / "p1" / "parsed").iterdir() if p.name.startswith(".")]
     assert knowledge_status(root / "p1") == "ready"
+
+
+def test_a_new_version_whose_commit_fails_puts_the_committed_text_back(tmp_path):
+    """The disk is full when the commit renames manifest.json into place (every try): the run fails
+    and waits for a retry, and parsed/a.md holds the committed version's text again (the session's
+    undo of what the archive stage wrote ahead of the commit). Before, the new version's text stood
+    under the old version's entry until a retry committed it, or for good if the file was deleted
+    meanwhile. The next ingest, with room on the disk, commits the new version."""
+    root = tmp_path / "kb"
+    kbwatch("init", "p1", root=root, check=True)
+    src = root / "p1" / "sources" / "a.md"
+    src.write_text("alpha zqoldmark notes\n", encoding="utf-8")
+    assert kbwatch("ingest", root=root).returncode == 0
+    src.write_text("zqnewmark " + INJECTION, encoding="utf-8")
+    assert killed(tmp_path, root, "ingest", match="manifest.json", when="fail", nth=0) == 1
+    parsed = (root / "p1" / "parsed" / "a.md").read_text(encoding="utf-8")
+    assert "zqoldmark" in parsed and "zqnewmark" not in parsed
+    assert not [p.name for p in (root / "p1" / "parsed").iterdir() if p.name.startswith(".")]
+    assert src.exists() and knowledge_status(root / "p1") == "ready"
+    assert kbwatch("ingest", root=root).returncode == 0
+    versions = json.loads((root / "p1" / "manifest.json").read_text(encoding="utf-8"))["files"][0]["versions"]
+    parsed = (root / "p1" / "parsed" / "a.md").read_text(encoding="utf-8")
+    assert len(versions) == 2 and f"<!-- archived: {versions[-1]['archived']} -->" in parsed and "zqnewmark" in parsed
+    assert not src.exists() and knowledge_status(root / "p1") == "needs-review"
+
+
+def test_planted_kept_copies_and_a_bad_parsed_path_never_stop_a_start(tmp_path):
+    """A colleague plants ``.prev`` files in parsed/ (one naming a manifest entry whose ``parsed``
+    path holds a NUL, one a FIFO, one a link) and edits manifest.json so: the next start settles
+    what it can, logs the rest, and runs (it used to be able to abort recovery, so neither ``watch``
+    nor ``ingest`` started on the root)."""
+    import os
+
+    root = tmp_path / "kb"
+    kbwatch("init", "p1", root=root, check=True)
+    (root / "p1" / "sources" / "a.md").write_text("alpha zqoldmark notes\n", encoding="utf-8")
+    assert kbwatch("ingest", root=root).returncode == 0
+    mpath = root / "p1" / "manifest.json"
+    manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    archived = manifest["files"][0]["versions"][-1]["archived"]
+    manifest["files"][0]["parsed"] = "parsed/a\u0000.md"
+    mpath.write_text(json.dumps(manifest), encoding="utf-8")
+    parsed = root / "p1" / "parsed"
+    (parsed / ".a.md.deadbeef.prev").write_text(f"<!-- source: a.md -->\n<!-- archived: {archived} -->\n\nplanted\n",
+                                                encoding="utf-8")
+    os.mkfifo(parsed / ".b.md.0badf00d.prev")
+    (parsed / ".c.md.12345678.prev").symlink_to(tmp_path / "elsewhere.md")
+    (root / "p1" / "sources" / "b.md").write_text("beta zqbetamark\n", encoding="utf-8")
+    res = kbwatch("ingest", root=root)
+    assert "Traceback" not in res.stdout + res.stderr, res.stdout + res.stderr
+    assert "zqbetamark" in (parsed / "b.md").read_text(encoding="utf-8")  # the start went on
+    assert "zqoldmark" in (parsed / "a.md").read_text(encoding="utf-8")
+    assert not (tmp_path / "elsewhere.md").exists()

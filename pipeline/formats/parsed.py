@@ -9,7 +9,8 @@ from kbwatch.pipeline.bigtext import first_lines, newline_bounds
 HEADER_RE = re.compile(r"^<!-- (source|archived|parsed_at): (.*) -->$")
 
 
-def _comment_safe(text: str) -> str:
+def comment_safe(text: str) -> str:
+    """``text`` as a header comment holds it."""
     return text.replace("-->", "--&gt;").replace("\n", " ")
 
 
@@ -19,9 +20,9 @@ def render_parsed_parts(source_name: str, archived: str, parsed_at: str, title: 
     newline. A large body is passed through without a copy unless it has surrounding newlines
     to strip beyond one final newline (which is then the file's own)."""
     head = (
-        f"<!-- source: {_comment_safe(source_name)} -->\n"
-        f"<!-- archived: {_comment_safe(archived)} -->\n"
-        f"<!-- parsed_at: {_comment_safe(parsed_at)} -->\n\n"
+        f"<!-- source: {comment_safe(source_name)} -->\n"
+        f"<!-- archived: {comment_safe(archived)} -->\n"
+        f"<!-- parsed_at: {comment_safe(parsed_at)} -->\n\n"
     )
     start, end = newline_bounds(body)
     tail = "\n"

@@ -347,7 +347,7 @@ def test_a_new_version_whose_commit_fails_puts_the_committed_text_back(tmp_path)
     and waits for a retry, and parsed/a.md holds the committed version's text again (the session's
     undo of what the archive stage wrote ahead of the commit). Before, the new version's text stood
     under the old version's entry until a retry committed it, or for good if the file was deleted
-    meanwhile. The next ingest, with room on the disk, commits the new version."""
+    meanwhile. Retried with room on the disk, the new version is committed."""
     root = tmp_path / "kb"
     kbwatch("init", "p1", root=root, check=True)
     src = root / "p1" / "sources" / "a.md"
@@ -359,7 +359,9 @@ def test_a_new_version_whose_commit_fails_puts_the_committed_text_back(tmp_path)
     assert "zqoldmark" in parsed and "zqnewmark" not in parsed
     assert not [p.name for p in (root / "p1" / "parsed").iterdir() if p.name.startswith(".")]
     assert src.exists() and knowledge_status(root / "p1") == "ready"
-    assert kbwatch("ingest", root=root).returncode == 0
+    assert kbwatch("retry", "--failed", root=root).returncode == 0  # (not after the disk-full backoff)
+    res = kbwatch("ingest", root=root)
+    assert res.returncode == 0, res.stdout + res.stderr
     versions = json.loads((root / "p1" / "manifest.json").read_text(encoding="utf-8"))["files"][0]["versions"]
     parsed = (root / "p1" / "parsed" / "a.md").read_text(encoding="utf-8")
     assert len(versions) == 2 and f"<!-- archived: {versions[-1]['archived']} -->" in parsed and "zqnewmark" in parsed

@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 
 from kbwatch.pipeline import confine
-from kbwatch.pipeline.formats.parsed import HEADER_RE, comment_safe
+from kbwatch.pipeline.formats.parsed import comment_safe, read_header
 from kbwatch.pipeline.fsutil import atomic_write_with
 from kbwatch.pipeline.lazylog import logger
 
@@ -80,7 +80,7 @@ def drop(backup: Path) -> None:
 
 def archived_of(path: Path) -> str | None:
     """The ``archived`` line of a parsed file's header, as written (None: no such file, or no such
-    line). Lines are split at ``\n`` only: a name may hold U+2028 or U+0085."""
+    line)."""
     try:
         fd = confine.open_regular(path)
     except (OSError, ValueError):
@@ -89,11 +89,7 @@ def archived_of(path: Path) -> str | None:
         head = os.read(fd, _HEAD_BYTES).decode("utf-8", "replace")
     finally:
         os.close(fd)
-    for line in head.split("\n")[:5]:
-        m = HEADER_RE.match(line)
-        if m and m.group(1) == "archived":
-            return m.group(2)
-    return None
+    return read_header(head).get("archived")
 
 
 def settle(project: Path, manifest) -> tuple[int, int]:

@@ -51,8 +51,10 @@ def body_line_offset(title: str, body: str) -> int:
 
 
 def read_header(text: str) -> dict[str, str]:
+    """The header comments of a parsed file's text (its first lines; split at ``\n`` only: a
+    name in a header may hold U+2028 or U+0085, which ``splitlines`` would break at)."""
     out: dict[str, str] = {}
-    for line in text.splitlines()[:5]:
+    for line in text.split("\n", 5)[:5]:
         m = HEADER_RE.match(line)
         if m:
             out[m.group(1)] = m.group(2)

@@ -15,7 +15,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from kbwatch.pipeline.heal import adoptable, copy_live, file_identity, move_aside, quick_check, use_wal
 
@@ -315,14 +315,28 @@ class Journal:
             self.db.conn.execute(f"insert or replace into runs ({cols}) values ({marks})", list(row.values()))
 
     def finish_runs(self, rows: list[dict[str, Any]], stages: list[dict], findings: list[dict],
-                    replace_all: bool = False) -> None:
+                    replace_all: bool = False, keep_projects: Iterable[str] = (),
+                    replace_projects: Iterable[str] = ()) -> None:
         """Write many finished runs in one transaction (plain SQL: the hot path). ``replace_all``:
         in the same transaction, everything the journal held before is deleted first (``journal
-        rebuild``: killed part-way, it leaves the old journal, never a part of the new one)."""
+        rebuild``: killed part-way, it leaves the old journal, never a part of the new one), except
+        the rows of ``keep_projects`` (projects the rebuild could not read: refused ones).
+        ``replace_projects``: only these projects' rows are deleted first."""
         with self.transaction() as db:
+            drop = None
             if replace_all:
-                for table in ("stages", "findings", "runs", "events"):
-                    db.conn.execute(f"delete from {table}")
+                keep = sorted(set(keep_projects))
+                drop = (f"project not in ({', '.join('?' for _ in keep)})", keep) if keep else ("1", [])
+            elif replace_projects:
+                names = sorted(set(replace_projects))
+                drop = (f"project in ({', '.join('?' for _ in names)})", names)
+            if drop is not None:
+                where, params = drop
+                db.conn.execute(f"delete from stages where run_id in (select run_id from runs where {where})", params)
+                for table in ("findings", "runs", "events"):
+                    db.conn.execute(f"delete from {table} where {where}", params)
+                if replace_all:  # stage rows of no run at all (none are written without one)
+                    db.conn.execute("delete from stages where run_id not in (select run_id from runs)")
             for table, items, verb in (("runs", rows, "insert or replace"), ("stages", stages, "insert"),
                                        ("findings", findings, "insert")):
                 if not items:

@@ -18,8 +18,10 @@ from datetime import datetime, timezone
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.run_record import read_record
+from kbwatch.pipeline.fsutil import atomic_write
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.lazylog import logger
+from kbwatch.pipeline.project import is_project, project_refusal, refused_projects
 from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.run_records import recorded_finding_row
 from kbwatch.pipeline.sources import split_name
@@ -39,54 +41,115 @@ def rebuild_journal(kb: KnowledgeBase) -> tuple[int, int]:
     """Read every project's runs/ first, then replace the journal's content in one transaction,
     then let KNOWLEDGE.md follow: a rebuild killed part-way leaves the journal as it was (it
     used to empty the journal and fill it project by project, so a kill left the later projects
-    with no runs and no findings, and their KNOWLEDGE.md could then be written ``ready``)."""
+    with no runs and no findings, and their KNOWLEDGE.md could then be written ``ready``).
+
+    A refused project (containment: nothing is read through a link) keeps the rows the journal
+    held for it, with a warning, and is listed in ``<state>/journal-unread.json``: its runs/ are
+    read again once it is put right (:func:`read_again`). Dropping its rows made its next commit
+    write KNOWLEDGE.md ``ready`` while its findings waited."""
     journal = kb.journal
-    n_runs = n_findings = 0
+    refused = dict(refused_projects(kb.root))
+    for name, reason in sorted(refused.items()):
+        logger.warning("journal rebuild: project {} is refused ({}); its runs are read once it is put right",
+                       name, reason)
     all_rows: list[dict] = []
     all_findings: list[dict] = []
     projects = kb.projects()
     for project in projects:
-        runs_dir = project / "runs"
-        if not runs_dir.is_dir():
-            continue
-        rows, findings = [], []
-        decisions = load_decisions(project)
-        files = sorted(p for p in runs_dir.glob("ingest-*.json"))
-        latest_done: dict[str, str] = {}
-        for path in files:
-            try:
-                record = json.loads(confine.read_text(path))
-            except (OSError, ValueError) as exc:
-                logger.warning("skipping unreadable {}: {}", path, exc)
-                continue
-            info = read_record(record)
-            source = info["source"] or ""
-            name, _ = split_name(source.removeprefix("sources/"))
-            started = _stamp_iso(info["run_id"] or path.stem) or ""
-            finished = datetime.fromtimestamp(os.path.getmtime(path), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            failed = info["outcome"] in ("failed", "conflict")
-            rows.append({
-                "run_id": info["run_id"], "project": project.name, "source": source, "name": name,
-                "sha256": info["sha256"], "size": None, "mtime_ns": None, "outcome": info["outcome"],
-                "status": info["status"], "error": info["message"] if failed else None, "reason": None,
-                "retryable": 0, "attempts": 1, "next_attempt_at": None, "started_at": started,
-                "finished_at": finished, "record_path": f"{project.name}/runs/{path.name}", "blocked_by": None,
-            })
-            if info["outcome"] == "done":
-                latest_done[name] = info["run_id"]
-            findings += [recorded_finding_row(info["run_id"], project.name, name, f, decisions, 0)
-                         for f in info["findings"]]
-        removed = _removed_documents(project)
-        for f in findings:
-            f["current"] = int(latest_done.get(f["document"]) == f["run_id"] and f["document"] not in removed)
+        rows, findings = _project_rows(project)
         all_rows += rows
         all_findings += findings
-        n_runs += len(rows)
-        n_findings += len(findings)
-    journal.finish_runs(all_rows, [], all_findings, replace_all=True)
+    journal.finish_runs(all_rows, [], all_findings, replace_all=True, keep_projects=refused)
+    _note_unread(kb, sorted(refused))
     for project in projects:
         _refresh_knowledge(kb, project)
-    return n_runs, n_findings
+    return len(all_rows), len(all_findings)
+
+
+UNREAD = "journal-unread.json"  # in the state dir: projects whose runs/ the last rebuild could not read
+
+
+def _unread(kb: KnowledgeBase) -> list[str]:
+    try:
+        names = json.loads(confine.read_text(kb.state / UNREAD)).get("projects", [])
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, AttributeError) as exc:
+        logger.warning("{} is unreadable ({}); kbwatch journal rebuild reads every project again", UNREAD, exc)
+        return []
+    return [n for n in names if isinstance(n, str)]
+
+
+def _note_unread(kb: KnowledgeBase, names: list[str]) -> None:
+    path = kb.state / UNREAD
+    try:
+        if names:
+            atomic_write(path, json.dumps({"projects": names}, ensure_ascii=False) + "\n")
+        else:
+            path.unlink(missing_ok=True)
+    except OSError as exc:
+        logger.warning("could not note the projects the journal rebuild could not read in {}: {}", path, exc)
+
+
+def read_again(kb: KnowledgeBase, only: str | None = None) -> list[str]:
+    """Read again the runs/ of the projects a journal rebuild could not read (refused then) that
+    are put right now (or of ``only``, if it is one of them): their journal rows are replaced by
+    what runs/ holds and KNOWLEDGE.md follows. Returns their names; cheap when there are none."""
+    names = _unread(kb)
+    if not names or (only is not None and only not in names):
+        return []
+    done = []
+    for name in names:
+        project = kb.root / name
+        if (only is not None and name != only) or project_refusal(project) is not None:
+            continue
+        if is_project(project):
+            rows, findings = _project_rows(project)
+            kb.journal.finish_runs(rows, [], findings, replace_projects=[name])
+            _refresh_knowledge(kb, project)
+            logger.info("project {} is put right: its journal was read again from its runs/ ({} runs)", name, len(rows))
+        done.append(name)  # (a project deleted since keeps its old rows, as any deleted project does)
+    if done:
+        _note_unread(kb, [n for n in names if n not in done])
+    return done
+
+
+def _project_rows(project) -> tuple[list[dict], list[dict]]:
+    """The journal rows (runs, findings) of one project's runs/*.json."""
+    runs_dir = project / "runs"
+    if not runs_dir.is_dir():
+        return [], []
+    rows, findings = [], []
+    decisions = load_decisions(project)
+    files = sorted(p for p in runs_dir.glob("ingest-*.json"))
+    latest_done: dict[str, str] = {}
+    for path in files:
+        try:
+            record = json.loads(confine.read_text(path))
+        except (OSError, ValueError) as exc:
+            logger.warning("skipping unreadable {}: {}", path, exc)
+            continue
+        info = read_record(record)
+        source = info["source"] or ""
+        name, _ = split_name(source.removeprefix("sources/"))
+        started = _stamp_iso(info["run_id"] or path.stem) or ""
+        finished = datetime.fromtimestamp(os.path.getmtime(path), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        failed = info["outcome"] in ("failed", "conflict")
+        rows.append({
+            "run_id": info["run_id"], "project": project.name, "source": source, "name": name,
+            "sha256": info["sha256"], "size": None, "mtime_ns": None, "outcome": info["outcome"],
+            "status": info["status"], "error": info["message"] if failed else None, "reason": None,
+            "retryable": 0, "attempts": 1, "next_attempt_at": None, "started_at": started,
+            "finished_at": finished, "record_path": f"{project.name}/runs/{path.name}", "blocked_by": None,
+        })
+        if info["outcome"] == "done":
+            latest_done[name] = info["run_id"]
+        findings += [recorded_finding_row(info["run_id"], project.name, name, f, decisions, 0)
+                     for f in info["findings"]]
+    removed = _removed_documents(project)
+    for f in findings:
+        f["current"] = int(latest_done.get(f["document"]) == f["run_id"] and f["document"] not in removed)
+    return rows, findings
 
 
 def _removed_documents(project) -> set[str]:

@@ -277,9 +277,21 @@ class WatchService:
             if refusal_news(self.root / name, None) and is_project(self.root / name):  # (not deleted)
                 logger.info("project {} is no longer refused; its files are taken again", name)
                 self.runner.forget_refusal(self.root / name)
+                self._read_again(name)  # a journal rebuild meanwhile could not read its runs/
                 if (self.root / name / "sources").is_dir():  # what waited in it while it was refused
                     self._scan_tree(self.root / name / "sources")
         self._refused = current
+
+    def _read_again(self, name: str) -> None:
+        from kbwatch.pipeline.rebuild_journal import read_again
+
+        session = self.runner.session(self.root / name)
+        try:
+            with session.lock:  # no commit of the project in between (its journal rows are replaced)
+                read_again(self.kb, only=name)
+        except Exception as exc:  # noqa: BLE001 - the service goes on; journal rebuild does the same by hand
+            logger.warning("project {}: its runs/ could not be read into the journal again: {} "
+                           "(kbwatch journal rebuild does)", name, exc)
 
     def check_refused(self) -> None:
         """While a project is refused, look again at every heartbeat: being put right (a link

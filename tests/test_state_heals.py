@@ -375,3 +375,61 @@ def test_files_that_failed_on_a_broken_manifest_are_taken_once_it_is_fixed(root,
     (project / "manifest.json").write_bytes(good)
     assert ingest(root)[0] == {"done": 2}
     assert sorted(f["name"] for f in read_manifest(project)["files"]) == ["a", "b"]
+
+
+@pytest.mark.parametrize("how", ["journal rebuild", "corrupt journal"])
+def test_a_project_refused_during_a_journal_rebuild_keeps_its_runs_and_pending_findings(tmp_path, how):
+    """A rebuild cannot read a refused project's runs/ (nothing is read through a link): its rows
+    must not be dropped, or once the project is put right its next commit would write KNOWLEDGE.md
+    ``ready`` while its findings wait, and ``runs``/``review`` would not know them."""
+    root = make_root(tmp_path)
+    project = root / "p"
+    ingest_one(root, "notes.md", INJECTION)
+    pending = pending_reviews(root)
+    assert pending > 0 and knowledge_status(project) == "needs-review"
+
+    elsewhere = tmp_path / "elsewhere"
+    os.rename(project / "archive", elsewhere)
+    os.symlink(elsewhere, project / "archive")  # the project is refused
+    if how == "journal rebuild":
+        out = kbwatch("journal", "rebuild", root=root, check=True)
+    else:
+        corrupt(root / ".kbwatch" / "journal.sqlite3", "garbage")
+        out = kbwatch("status", root=root, check=True)
+    assert "p" in out.stderr and "refused" in out.stderr, out.stderr
+
+    os.unlink(project / "archive")
+    os.rename(elsewhere, project / "archive")  # put right
+    ingest_one(root, "clean.md", "# Clean\n\nThe service uses a token bucket.\n")
+    assert pending_reviews(root) == pending
+    assert knowledge_status(project) == "needs-review"
+    runs = json.loads(kbwatch("runs", "--json", root=root, check=True).stdout)
+    assert sorted(r["source"] for r in runs) == ["sources/clean.md", "sources/notes.md"], runs
+
+
+def test_a_project_put_right_under_watch_gets_back_the_runs_a_rebuild_could_not_read(tmp_path, service):
+    """The same while ``watch`` runs: the service starts on a corrupt journal while archive/ is a
+    link (the rebuild cannot read that project's runs/); once archive/ is a real folder again the
+    service reads the project's runs/ into the journal before it takes the file that waited, and
+    KNOWLEDGE.md stays ``needs-review``."""
+    root = make_root(tmp_path)
+    project = root / "p"
+    ingest_one(root, "notes.md", INJECTION)
+    pending = pending_reviews(root)
+    assert pending > 0
+    (project / "archive").rename(tmp_path / "old_archive")
+    (project / "archive").symlink_to(tmp_path / "old_archive", target_is_directory=True)
+    corrupt(root / ".kbwatch" / "journal.sqlite3", "garbage")
+    svc = service(root).start()
+    (project / "sources" / "clean.md").write_text("# Clean\n\nThe service uses a token bucket.\n", encoding="utf-8")
+    wait_for(lambda: "project p refused" in svc.log(), 30, "the refusal logged", proc=svc)
+    assert "journal rebuild: project p is refused" in svc.log()
+    (project / "archive").unlink()
+    (tmp_path / "old_archive").rename(project / "archive")
+    wait_for(lambda: "clean" in manifest_files(project), 60, "the waiting file taken once put right", proc=svc)
+    assert "project p is put right: its journal was read again from its runs/ (1 runs)" in svc.log()
+    assert pending_reviews(root) == pending
+    assert knowledge_status(project) == "needs-review"
+    code, _ = svc.terminate()
+    assert code == 0
+    assert not (root / ".kbwatch" / "journal-unread.json").exists()

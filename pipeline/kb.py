@@ -117,16 +117,6 @@ class KnowledgeBase:
             self._journal = open_healing(path, lambda: Journal(path), self._rebuild_fresh_journal, "journal")
         return self._journal
 
-    def _read_again_put_right(self) -> None:
-        """Projects a journal rebuild could not read (refused then) and put right since: their
-        runs/ are read into the journal again (kbwatch.pipeline.rebuild_journal.read_again)."""
-        from kbwatch.pipeline.rebuild_journal import read_again
-
-        try:
-            read_again(self)
-        except Exception as exc:  # noqa: BLE001 - the start goes on; journal rebuild does the same by hand
-            logger.warning("could not read again the runs of projects put right: {} (kbwatch journal rebuild does)", exc)
-
     def _rebuild_fresh_journal(self, journal: Journal) -> str:
         """Fill a journal that replaced a corrupt one from runs/ (rebuild_journal uses self.journal)."""
         from kbwatch.pipeline.rebuild_journal import rebuild_journal
@@ -343,7 +333,9 @@ class KnowledgeBase:
         if removed:
             logger.info("removed {} temp file(s) left by an interrupted run or command", removed)
         self._settle_previous_texts()
-        self._read_again_put_right()
+        from kbwatch.pipeline.rebuild_journal import read_again
+
+        read_again(self)  # projects a journal rebuild could not read (refused then) and put right since
         stale = self.journal.running_runs()
         for row in stale:
             project = self.root / row["project"]

@@ -94,7 +94,9 @@ def _note_unread(kb: KnowledgeBase, names: list[str]) -> None:
 def read_again(kb: KnowledgeBase, only: str | None = None) -> list[str]:
     """Read again the runs/ of the projects a journal rebuild could not read (refused then) that
     are put right now (or of ``only``, if it is one of them): their journal rows are replaced by
-    what runs/ holds and KNOWLEDGE.md follows. Returns their names; cheap when there are none."""
+    what runs/ holds and KNOWLEDGE.md follows. Returns their names; cheap when there are none.
+    Never raises for a project: one that cannot be read is said in a warning and tried again
+    at the next call."""
     names = _unread(kb)
     if not names or (only is not None and only not in names):
         return []
@@ -104,8 +106,13 @@ def read_again(kb: KnowledgeBase, only: str | None = None) -> list[str]:
         if (only is not None and name != only) or project_refusal(project) is not None:
             continue
         if is_project(project):
-            rows, findings = _project_rows(project)
-            kb.journal.finish_runs(rows, [], findings, replace_projects=[name])
+            try:
+                rows, findings = _project_rows(project)
+                kb.journal.finish_runs(rows, [], findings, replace_projects=[name])
+            except Exception as exc:  # noqa: BLE001 - the caller (a start, the service) goes on; tried again next time
+                logger.warning("project {}: its runs/ could not be read into the journal again: {} "
+                               "(kbwatch journal rebuild does)", name, exc)
+                continue
             _refresh_knowledge(kb, project)
             logger.info("project {} is put right: its journal was read again from its runs/ ({} runs)", name, len(rows))
         done.append(name)  # (a project deleted since keeps its old rows, as any deleted project does)

@@ -285,13 +285,8 @@ class WatchService:
     def _read_again(self, name: str) -> None:
         from kbwatch.pipeline.rebuild_journal import read_again
 
-        session = self.runner.session(self.root / name)
-        try:
-            with session.lock:  # no commit of the project in between (its journal rows are replaced)
-                read_again(self.kb, only=name)
-        except Exception as exc:  # noqa: BLE001 - the service goes on; journal rebuild does the same by hand
-            logger.warning("project {}: its runs/ could not be read into the journal again: {} "
-                           "(kbwatch journal rebuild does)", name, exc)
+        with self.runner.session(self.root / name).lock:  # no commit of it in between (its rows are replaced)
+            read_again(self.kb, only=name)
 
     def check_refused(self) -> None:
         """While a project is refused, look again at every heartbeat: being put right (a link

@@ -27,7 +27,7 @@ from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.project_lock import project_file_lock, say_waiting
 
 
-def _resolve(manifest: Manifest, doc: str, project: Path, pm: ProjectMd) -> tuple[dict, bool]:
+def _resolve(manifest: Manifest, doc: str, pm: ProjectMd) -> tuple[dict, bool]:
     """(entry, unfinished): the document ``doc`` names, and whether it is one an interrupted
     ``remove`` already marked removed in manifest.json but did not finish (see :func:`unfinished`)."""
     doc = doc.strip().removeprefix("./")
@@ -59,7 +59,7 @@ def _remove_locked(kb, project: Path, doc: str) -> dict:
     settings = kb.settings
     manifest = Manifest.load(project / "manifest.json", project.name, iso_minute(now_local()))
     pm = ProjectMd.load(project / "project.md", project.name, settings["project"]["language"])
-    entry, resumed = _resolve(manifest, doc, project, pm)
+    entry, resumed = _resolve(manifest, doc, pm)
     outputs = []
     if not resumed:
         # manifest.json first: from here on the document is removed, and a kill leaves it listed in

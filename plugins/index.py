@@ -27,7 +27,6 @@ def _flush(session, settings) -> None:
     pending = session.cached_work("index.pending", dict)
     if not pending:
         return
-    session.cached_work("index.runs", dict).clear()
     manifest = session_manifest(session)
     idx = open_index(settings)
     with idx.batch():
@@ -62,7 +61,7 @@ class IndexStage(Stage):
     def run(self, ctx: RunContext) -> str | None:
         from kbwatch.plugins.retrieval import document_title
 
-        session, settings = ctx.project, ctx.settings
+        settings = ctx.settings
         rel = ctx.parsed_path
         limit = index_max_chars(settings)
         text = ctx.parsed_text
@@ -75,25 +74,24 @@ class IndexStage(Stage):
                                     "for search ([stages.index] max_chars)")
         prepared = open_index(settings).prepare_document(rel, document_title(text, rel.rsplit("/", 1)[-1][:-3]), text)
         size = ctx.parsed_bytes
-        with session.lock:
-            session.cached_work("index.pending", dict)[rel] = prepared
-            session.cached_work("index.runs", dict)[rel] = ctx.run_id
-            session.cached("index.sizes", dict)[rel] = size if size is not None else len(text.encode("utf-8"))
-            session.cached_work("index.folders", set).add(ctx.name.rpartition("/")[0])
-            session.defer("index", lambda: _flush(session, settings))
-            session.after_commit("index.navigation", lambda: _navigation(session, settings))
+        # handed to the project at park (finish, under the project's lock): no second wait for
+        # the lock here, and only a run that ended done reaches the index
+        ctx.stash["index.prepared"] = (rel, prepared, size if size is not None else len(text.encode("utf-8")))
         return None
 
-
     def finish(self, ctx: RunContext, outcome, message: str) -> None:
-        """A run that did not end ``done`` after this stage prepared its text (a later stage
-        failed, or its project folder was replaced) leaves nothing for the index."""
-        if getattr(outcome, "value", outcome) == "done" or not ctx.parsed_path:
+        """Under the project's lock, when the run parks: a run that ended ``done`` hands its
+        prepared text to the batch the commit stores; any other leaves nothing for the index."""
+        prepared = ctx.stash.pop("index.prepared", None)
+        if prepared is None or getattr(outcome, "value", outcome) != "done":
             return
-        runs = ctx.project.cached_work("index.runs", dict)
-        if runs.get(ctx.parsed_path) == ctx.run_id:
-            del runs[ctx.parsed_path]
-            ctx.project.cached_work("index.pending", dict).pop(ctx.parsed_path, None)
+        session, settings = ctx.project, ctx.settings
+        rel, doc, size = prepared
+        session.cached_work("index.pending", dict)[rel] = doc
+        session.cached("index.sizes", dict)[rel] = size
+        session.cached_work("index.folders", set).add(ctx.name.rpartition("/")[0])
+        session.defer("index", lambda: _flush(session, settings))
+        session.after_commit("index.navigation", lambda: _navigation(session, settings))
 
 
 def _prefix(parts: list[str], limit: int | None) -> tuple[str, int]:

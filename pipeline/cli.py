@@ -260,6 +260,7 @@ def status(as_json, root, config_file):
     from kbwatch.pipeline.status import collect_status, render_status
 
     kb = open_kb(root, config_file, log_files=False)
+    kb.catch_up()
     data = collect_status(kb)
     if as_json:
         click.echo(json.dumps(data["public"], ensure_ascii=False))
@@ -280,6 +281,7 @@ def runs(project, outcome, limit, as_json, root, config_file):
     Example: kbwatch runs --outcome failed --json
     """
     kb = open_kb(root, config_file, log_files=False)
+    kb.catch_up()
     rows = [_public_run(r) for r in kb.journal.runs(project, outcome, limit)]
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False))

@@ -125,6 +125,17 @@ class KnowledgeBase:
         n_runs, n_findings = rebuild_journal(self)
         return f"from runs/ ({n_runs} runs, {n_findings} findings)"
 
+    def catch_up(self) -> None:
+        """For a command that reads the journal (``status``, ``runs``, ``review``), before it takes
+        any project's lock: the runs/ of projects a journal rebuild could not read (refused then)
+        and put right since are read into the journal now, under each one's file lock, rather than
+        at the next start of the service. Cheap when there are none."""
+        if self.readonly:
+            return
+        from kbwatch.pipeline.rebuild_journal import read_again
+
+        read_again(self, lock=True)
+
     def close(self) -> None:
         if self._journal is not None:
             self._journal.close()

@@ -13,15 +13,18 @@ from __future__ import annotations
 import json
 import os
 import re
+from contextlib import nullcontext
 from datetime import datetime, timezone
 
 from kbwatch.pipeline import confine
+from kbwatch.pipeline.config import state_dir
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.run_record import read_record
 from kbwatch.pipeline.fsutil import atomic_write
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.project import is_project, project_refusal, refused_projects
+from kbwatch.pipeline.project_lock import project_file_lock
 from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.run_records import recorded_finding_row
 from kbwatch.pipeline.sources import split_name
@@ -91,12 +94,13 @@ def _note_unread(kb: KnowledgeBase, names: list[str]) -> None:
         logger.warning("could not note the projects the journal rebuild could not read in {}: {}", path, exc)
 
 
-def read_again(kb: KnowledgeBase, only: str | None = None) -> list[str]:
+def read_again(kb: KnowledgeBase, only: str | None = None, lock: bool = False) -> list[str]:
     """Read again the runs/ of the projects a journal rebuild could not read (refused then) that
     are put right now (or of ``only``, if it is one of them): their journal rows are replaced by
     what runs/ holds and KNOWLEDGE.md follows. Returns their names; cheap when there are none.
     Never raises for a project: one that cannot be read is said in a warning and tried again
-    at the next call."""
+    at the next call. With ``lock`` (a command, which holds no project's lock) each project is
+    read and written under its file lock, so a running service's commit cannot fall between."""
     names = _unread(kb)
     if not names or (only is not None and only not in names):
         return []
@@ -106,14 +110,16 @@ def read_again(kb: KnowledgeBase, only: str | None = None) -> list[str]:
         if (only is not None and name != only) or project_refusal(project) is not None:
             continue
         if is_project(project):
+            held = project_file_lock(project, state_dir(kb.settings)) if lock else nullcontext()
             try:
-                rows, findings = _project_rows(project)
-                kb.journal.finish_runs(rows, [], findings, replace_projects=[name])
+                with held:
+                    rows, findings = _project_rows(project)
+                    kb.journal.finish_runs(rows, [], findings, replace_projects=[name])
+                    _refresh_knowledge(kb, project)
             except Exception as exc:  # noqa: BLE001 - the caller (a start, the service) goes on; tried again next time
                 logger.warning("project {}: its runs/ could not be read into the journal again: {} "
                                "(kbwatch journal rebuild does)", name, exc)
                 continue
-            _refresh_knowledge(kb, project)
             logger.info("project {} is put right: its journal was read again from its runs/ ({} runs)", name, len(rows))
         done.append(name)  # (a project deleted since keeps its old rows, as any deleted project does)
     if done:

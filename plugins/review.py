@@ -114,6 +114,7 @@ def kb_register_commands(cli):
             raise click.UsageError(str(exc)) from None
         kb = open_kb(root, config_file, log_files=False)
         project = kb.project(name)
+        kb.catch_up()
         changed = []
         if approve or approve_all:
             changed += decide(kb, project, list(approve), "approved", all_pending=approve_all)

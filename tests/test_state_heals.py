@@ -433,3 +433,31 @@ def test_a_project_put_right_under_watch_gets_back_the_runs_a_rebuild_could_not_
     code, _ = svc.terminate()
     assert code == 0
     assert not (root / ".kbwatch" / "journal-unread.json").exists()
+
+
+@pytest.mark.parametrize("command", ["review", "runs", "status"])
+def test_a_command_reads_a_put_right_project_that_a_rebuild_could_not(tmp_path, command):
+    """With no service running and no ingest since, the first command that reads the journal
+    after the project is put right (``review``, ``runs`` or ``status``) reads its runs/ into the
+    journal: ``review`` lists the findings that wait, ``runs`` the project's runs."""
+    root = make_root(tmp_path)
+    project = root / "p"
+    ingest_one(root, "notes.md", INJECTION)
+    pending = pending_reviews(root)
+    assert pending > 0
+    elsewhere = tmp_path / "elsewhere"
+    os.rename(project / "archive", elsewhere)
+    os.symlink(elsewhere, project / "archive")  # refused
+    kbwatch("journal", "rebuild", root=root, check=True)
+    unread = root / ".kbwatch" / "journal-unread.json"
+    assert json.loads(unread.read_text(encoding="utf-8")) == {"projects": ["p"]}
+    os.unlink(project / "archive")
+    os.rename(elsewhere, project / "archive")  # put right, nothing running
+
+    out = kbwatch(command, *(["p"] if command == "review" else []), root=root, check=True)
+    assert "is put right: its journal was read again from its runs/ (1 runs)" in out.stderr, out.stderr
+    assert not unread.exists()
+    assert pending_reviews(root) == pending
+    assert knowledge_status(project) == "needs-review"
+    runs = json.loads(kbwatch("runs", "--json", root=root, check=True).stdout)
+    assert [r["source"] for r in runs] == ["sources/notes.md"], runs

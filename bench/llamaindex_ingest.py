@@ -115,9 +115,10 @@ def run_li(li_python: str, src: Path, out: Path, markdown: bool, check: bool = F
     return wall, res
 
 
-def run_kb(root: Path, n: int) -> float:
-    """Subprocess wall seconds of ``kbwatch ingest --root ROOT``; checks all ``n`` were ingested."""
-    cmd = [sys.executable, str(REPO / "run.py"), "ingest", "--root", str(root)]
+def run_kb(it, root: Path, n: int) -> float:
+    """Subprocess wall seconds of ``kbwatch ingest --root ROOT`` (the CLI of ``bench/ingest_text.py``,
+    module ``it``); checks all ``n`` were ingested."""
+    cmd = it.kb_cmd() + ["ingest", "--root", str(root)]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), timeout=3600)
     wall = time.perf_counter() - t0
@@ -170,7 +171,7 @@ def main(argv=None) -> int:
         except RuntimeError as e:
             fail(str(e))
         shutil.rmtree(chk, ignore_errors=True)
-        kb_version = subprocess.run([sys.executable, str(REPO / "run.py"), "--version"], capture_output=True,
+        kb_version = subprocess.run(it.kb_cmd() + ["--version"], capture_output=True,
                                     text=True).stdout.strip().replace("kbwatch, version ", "")
         v = res["versions"]
         print(f"kbwatch: {kb_version} ({REPO}), Python {sys.version.split()[0]}")
@@ -195,7 +196,7 @@ def main(argv=None) -> int:
             a_first = r % 2 == 0
             for side in ("A", "B") if a_first else ("B", "A"):
                 if side == "A":
-                    kb_t.append(run_kb(rd / "kb", n))
+                    kb_t.append(run_kb(it, rd / "kb", n))
                     if not args.no_inprocess:
                         res_in = it.ingest_inprocess(rd / "kb-inproc")
                         it.check_totals(res_in["totals"], n, "in-process ingest")

@@ -16,7 +16,8 @@ compare):
 The points: ``run:listed`` (checked, about to be opened), ``run:opened``,
 ``stage:<name>:before``, ``stage:<name>:after`` (:mod:`kbwatch.pipeline.execute`),
 ``commit:before``, ``commit:after``, ``source:removed``, ``records:written``
-(:mod:`kbwatch.pipeline.commit`).
+(:mod:`kbwatch.pipeline.commit`), ``settle:read`` (a start's manifest read before it settles the
+kept texts of interrupted versions, :mod:`kbwatch.pipeline.kb`).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from kbwatch.pipeline import confine, previous_text
+from kbwatch.pipeline.checkpoints import checkpoint
 from kbwatch.pipeline.config import load_settings, state_dir
 from kbwatch.pipeline.errors import BAD_MANIFEST, BAD_PROJECT_MD, CANNOT_OPEN, PROJECT_REPLACED, ConfigError, KbwatchError
 from kbwatch.pipeline.formats.archive_names import ARCHIVE_RE, NameTooLong, fit_stem, parsed_path
@@ -350,55 +351,10 @@ class KnowledgeBase:
         stale = self.journal.running_runs()
         for row in stale:
             project = self.root / row["project"]
-            manifest = None
-            try:
-                manifest = Manifest.load(project / "manifest.json", row["project"], iso_minute(now_local()))
-            except Exception:
-                manifest = None
-            committed = manifest is not None and manifest.latest_hash(row["name"]) == f"sha256:{row['sha256']}"
-            source = project / row["source"]
-            outputs: dict[str, str] = {}
-            if committed and is_project(project):
-                try:  # only the very file that was taken (DESIGN §2, containment)
-                    if confine.unlink_if_same(source, row.get("device"), row.get("inode"), row["size"], row["mtime_ns"]):
-                        outputs[row["source"]] = "deleted"
-                except OSError as exc:
-                    logger.warning("could not remove {}: {}", row["source"], exc)
-                outcome, message, retryable = "done", "completed after an interrupted run", 0
-                # the commit may have written the run's record, findings and all, before the kill: it
-                # stands (it used to be replaced by one without findings, and the review gate was lost)
-                written = _committed_record(project, row)
-                if written is None:  # killed before the record was written: the findings were in memory only
-                    findings, parsed_rel = self._rescan(project, row, manifest)
-                    pending = sum(1 for f in findings if getattr(f, "decision", "pending") == "pending")
-                    if findings:
-                        message += f"; its text was scanned again ({len(findings)} finding(s), {pending} pending review)"
-                    record = build_record(row["run_id"], outcome, message, row["source"], row["sha256"], outputs, [],
-                                          findings, parsed_rel, pending)
-                    atomic_write(project / "runs" / f"{row['run_id']}.json",
-                                 json.dumps(record, ensure_ascii=False, indent=2) + "\n")
-                    written = read_record(record)
-                self._keep_findings(project, row, written["findings"])
-                self.journal.update_run(
-                    row["run_id"], outcome="done", status=written["status"], error=None, reason=None, retryable=0,
-                    next_attempt_at=0.0, finished_at=utc_iso(), record_path=f"{row['project']}/runs/{row['run_id']}.json",
-                )
-                logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
-                continue
-            else:
-                outcome, message, retryable = "failed", "interrupted before it was committed; it will be retried", 1
-                if manifest is not None and is_project(project):
-                    for rel in drop_uncommitted_copies(project, row, manifest):
-                        outputs[rel] = "deleted"
-            record = build_record(row["run_id"], outcome, message, row["source"], row["sha256"], outputs, [], [], None, 0)
-            if is_project(project):
-                atomic_write(project / "runs" / f"{row['run_id']}.json", json.dumps(record, ensure_ascii=False, indent=2) + "\n")
-            self.journal.update_run(
-                row["run_id"], outcome=outcome, status=record["status"], error=None if committed else message,
-                reason=None if committed else "interrupted", retryable=retryable, next_attempt_at=0.0,
-                finished_at=utc_iso(), record_path=f"{row['project']}/runs/{row['run_id']}.json",
-            )
-            logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
+            # under the project's file lock: a `remove`, `review` or `rebuild` run meanwhile waits, so
+            # neither writes over the other's files (one writer per project)
+            with self._project_lock(project):
+                self._recover_run(row)
         self._heal_reviews()
         for project in sorted({self.root / row["project"] for row in stale} | set(self._listing_removed())):
             if not is_project(project):
@@ -410,6 +366,67 @@ class KnowledgeBase:
                 logger.warning("could not bring {}'s project files up to date after the crash: {}", project.name, exc)
         return len(stale)
 
+    def _project_lock(self, project: Path):
+        """The project's file lock (kbwatch.pipeline.project_lock), or nothing for a folder that is
+        not a project kbwatch may write (refused, or gone)."""
+        from contextlib import nullcontext
+
+        from kbwatch.pipeline.project_lock import project_file_lock
+
+        return project_file_lock(project, state_dir(self.settings)) if is_project(project) else nullcontext()
+
+    def _recover_run(self, row: dict) -> None:
+        """Finish (committed) or fail (not committed) one run a crash left ``running``."""
+        project = self.root / row["project"]
+        manifest = None
+        try:
+            manifest = Manifest.load(project / "manifest.json", row["project"], iso_minute(now_local()))
+        except Exception:
+            manifest = None
+        committed = manifest is not None and manifest.latest_hash(row["name"]) == f"sha256:{row['sha256']}"
+        source = project / row["source"]
+        outputs: dict[str, str] = {}
+        if committed and is_project(project):
+            try:  # only the very file that was taken (DESIGN §2, containment)
+                if confine.unlink_if_same(source, row.get("device"), row.get("inode"), row["size"], row["mtime_ns"]):
+                    outputs[row["source"]] = "deleted"
+            except OSError as exc:
+                logger.warning("could not remove {}: {}", row["source"], exc)
+            outcome, message, retryable = "done", "completed after an interrupted run", 0
+            # the commit may have written the run's record, findings and all, before the kill: it
+            # stands (it used to be replaced by one without findings, and the review gate was lost)
+            written = _committed_record(project, row)
+            if written is None:  # killed before the record was written: the findings were in memory only
+                findings, parsed_rel = self._rescan(project, row, manifest)
+                pending = sum(1 for f in findings if getattr(f, "decision", "pending") == "pending")
+                if findings:
+                    message += f"; its text was scanned again ({len(findings)} finding(s), {pending} pending review)"
+                record = build_record(row["run_id"], outcome, message, row["source"], row["sha256"], outputs, [],
+                                      findings, parsed_rel, pending)
+                atomic_write(project / "runs" / f"{row['run_id']}.json",
+                             json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+                written = read_record(record)
+            self._keep_findings(project, row, written["findings"])
+            self.journal.update_run(
+                row["run_id"], outcome="done", status=written["status"], error=None, reason=None, retryable=0,
+                next_attempt_at=0.0, finished_at=utc_iso(), record_path=f"{row['project']}/runs/{row['run_id']}.json",
+            )
+            logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
+            return
+        outcome, message, retryable = "failed", "interrupted before it was committed; it will be retried", 1
+        if manifest is not None and is_project(project):
+            for rel in drop_uncommitted_copies(project, row, manifest):
+                outputs[rel] = "deleted"
+        record = build_record(row["run_id"], outcome, message, row["source"], row["sha256"], outputs, [], [], None, 0)
+        if is_project(project):
+            atomic_write(project / "runs" / f"{row['run_id']}.json", json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+        self.journal.update_run(
+            row["run_id"], outcome=outcome, status=record["status"], error=None if committed else message,
+            reason=None if committed else "interrupted", retryable=retryable, next_attempt_at=0.0,
+            finished_at=utc_iso(), record_path=f"{row['project']}/runs/{row['run_id']}.json",
+        )
+        logger.warning("recovered run {} of {}: {}", row["run_id"], row["source"], message)
+
     def _settle_previous_texts(self) -> None:
         """A new version interrupted before its commit left the committed text aside in parsed/:
         the manifest's latest version is what stays (kbwatch.pipeline.previous_text)."""
@@ -418,8 +435,12 @@ class KnowledgeBase:
             try:
                 if not is_project(project) or not parsed.is_dir() or not any(parsed.rglob(".*.prev")):
                     continue
-                manifest = Manifest.load(project / "manifest.json", project.name, iso_minute(now_local()))
-                restored, dropped = previous_text.settle(project, manifest)
+                # the manifest read and the texts put back under the project's file lock: a `remove`
+                # started meanwhile waits, and is not undone by a text put back after it
+                with self._project_lock(project):
+                    manifest = Manifest.load(project / "manifest.json", project.name, iso_minute(now_local()))
+                    checkpoint("settle:read", project.name)
+                    restored, dropped = previous_text.settle(project, manifest)
             except Exception as exc:  # noqa: BLE001 - a broken manifest is reported by the runs that read it
                 logger.warning("{}: kept texts of interrupted versions not settled: {}", project.name, exc)
                 continue

@@ -305,6 +305,50 @@ def test_a_new_version_killed_around_its_commit_leaves_parsed_text_that_matches_
     assert knowledge_status(root / "p1") == ("needs-review" if committed else "ready")
 
 
+def test_a_remove_while_a_start_settles_a_kept_text_is_not_undone(tmp_path):
+    """A new version killed before its commit leaves the committed text aside in parsed/ (a ``.prev``
+    copy) and the next start puts it back. That start read manifest.json, then put the text back,
+    without the project's file lock: a ``kbwatch remove`` of the document in between printed success
+    and its parsed text came back (a removed document's text in parsed/, cited by nothing, listed by
+    nothing). The start now settles under the lock: the remove waits for it, then removes."""
+    import os
+    import time
+
+    root = tmp_path / "kb"
+    kbwatch("init", "p1", root=root, check=True)
+    src = root / "p1" / "sources" / "a.md"
+    src.write_text("alpha zqoldmark notes\n", encoding="utf-8")
+    assert kbwatch("ingest", root=root).returncode == 0
+    src.write_text("zqnewmark beta notes\n", encoding="utf-8")
+    assert killed(tmp_path, root, "ingest", match="manifest.json", when="before") == -9
+    assert [p.name for p in (root / "p1" / "parsed").iterdir() if p.name.endswith(".prev")]  # a text kept aside
+    src.unlink()  # no retry will rewrite parsed/a.md
+    flag = tmp_path / "settle.flag"
+    start = subprocess.Popen([sys.executable, str(REPO / "run.py"), "ingest", "--root", str(root)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "KBWATCH_TEST_PAUSE": "settle:read",
+                                  "KBWATCH_TEST_PAUSE_FILE": str(flag), "KBWATCH_TEST_PAUSE_SECONDS": "60"})
+    deadline = time.monotonic() + 120
+    while not flag.exists():
+        assert start.poll() is None and time.monotonic() < deadline, start.communicate()
+        time.sleep(0.05)
+    remove = subprocess.Popen([sys.executable, str(REPO / "run.py"), "remove", "p1", "a", "--root", str(root)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # the remove runs (before: to its end) or waits for the lock the start holds
+    flag.unlink()
+    out, err = start.communicate(timeout=300)
+    assert start.returncode == 0, out + err
+    r_out, r_err = remove.communicate(timeout=300)
+    assert remove.returncode == 0, r_out + r_err
+    entry = json.loads((root / "p1" / "manifest.json").read_text(encoding="utf-8"))["files"][0]
+    assert entry.get("removed"), entry
+    assert not (root / "p1" / "parsed" / "a.md").exists()  # the removal stands
+    assert not [p.name for p in (root / "p1" / "parsed").iterdir() if p.name.startswith(".")]
+    assert "parsed/a.md" not in (root / "p1" / "project.md").read_text(encoding="utf-8")  # not in its file list
+    ask = kbwatch("ask", "p1", "zqoldmark", root=root)
+    assert "parsed/a.md" not in ask.stdout, ask.stdout
+
+
 def test_a_new_version_failed_after_its_text_was_written_puts_the_committed_text_back(tmp_path):
     """A stage between ``archive`` and ``manifest`` fails for the new version (a third-party stage,
     loaded as a user would): the run fails, and parsed/a.md holds the committed version's text

@@ -17,7 +17,8 @@ The points: ``run:listed`` (checked, about to be opened), ``run:opened``,
 ``stage:<name>:before``, ``stage:<name>:after`` (:mod:`kbwatch.pipeline.execute`),
 ``commit:before``, ``commit:after``, ``source:removed``, ``records:written``
 (:mod:`kbwatch.pipeline.commit`), ``settle:read`` (a start's manifest read before it settles the
-kept texts of interrupted versions, :mod:`kbwatch.pipeline.kb`).
+kept texts of interrupted versions, :mod:`kbwatch.pipeline.kb`), ``unread:read`` (the projects a
+journal rebuild could not read, read off their list, :mod:`kbwatch.pipeline.rebuild_journal`).
 """
 
 from __future__ import annotations

@@ -10,13 +10,16 @@ used to fill a journal that replaced a corrupt one (``KnowledgeBase.journal``).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
+from typing import Iterator
 
 from kbwatch.pipeline import confine
+from kbwatch.pipeline.checkpoints import checkpoint
 from kbwatch.pipeline.config import state_dir
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.run_record import read_record
@@ -63,13 +66,29 @@ def rebuild_journal(kb: KnowledgeBase) -> tuple[int, int]:
         all_rows += rows
         all_findings += findings
     journal.finish_runs(all_rows, [], all_findings, replace_all=True, keep_projects=refused)
-    _note_unread(kb, sorted(refused))
+    with _unread_lock(kb):
+        _note_unread(kb, sorted(refused))
     for project in projects:
         _refresh_knowledge(kb, project)
     return len(all_rows), len(all_findings)
 
 
 UNREAD = "journal-unread.json"  # in the state dir: projects whose runs/ the last rebuild could not read
+
+
+@contextmanager
+def _unread_lock(kb: KnowledgeBase) -> Iterator[None]:
+    """Held around each read-modify-write of :data:`UNREAD` (a rebuild that writes the list, and
+    every :func:`read_again` that takes the projects it read off it, may run in several processes
+    at once: a command's read written back after a rebuild's dropped what the rebuild listed)."""
+    locks = kb.state / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    fd = os.open(locks / "journal-unread.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # drops the lock
 
 
 def _unread(kb: KnowledgeBase) -> list[str]:
@@ -104,6 +123,7 @@ def read_again(kb: KnowledgeBase, only: str | None = None, lock: bool = False) -
     names = _unread(kb)
     if not names or (only is not None and only not in names):
         return []
+    checkpoint("unread:read", ",".join(names))
     done = []
     for name in names:
         project = kb.root / name
@@ -123,7 +143,8 @@ def read_again(kb: KnowledgeBase, only: str | None = None, lock: bool = False) -
             logger.info("project {} is put right: its journal was read again from its runs/ ({} runs)", name, len(rows))
         done.append(name)  # (a project deleted since keeps its old rows, as any deleted project does)
     if done:
-        _note_unread(kb, [n for n in names if n not in done])
+        with _unread_lock(kb):  # the list as it is now (a rebuild may have written it since): less what was read
+            _note_unread(kb, [n for n in _unread(kb) if n not in done])
     return done
 
 

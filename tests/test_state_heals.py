@@ -461,3 +461,56 @@ def test_a_command_reads_a_put_right_project_that_a_rebuild_could_not(tmp_path, 
     assert knowledge_status(project) == "needs-review"
     runs = json.loads(kbwatch("runs", "--json", root=root, check=True).stdout)
     assert [r["source"] for r in runs] == ["sources/notes.md"], runs
+
+
+def test_a_rebuild_while_a_command_reads_a_put_right_project_keeps_its_own_list(tmp_path):
+    """The projects a rebuild could not read are listed in ``journal-unread.json``; a command that
+    reads one of them again takes it off the list. It wrote back the list as it had read it, less
+    that project: a ``journal rebuild`` in between (another project refused now) was overwritten,
+    so that project's runs/ were never read again once put right. The list is now changed under a
+    lock, as it is at the time of the write."""
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    root = make_root(tmp_path)
+    kbwatch("init", "q", root=root, check=True)
+    (root / "q" / "sources" / "notes.md").write_text(INJECTION, encoding="utf-8")
+    ingest_one(root, "notes.md", INJECTION)
+    unread = root / ".kbwatch" / "journal-unread.json"
+
+    def refuse(name: str) -> None:
+        os.rename(root / name / "archive", tmp_path / f"{name}-archive")
+        os.symlink(tmp_path / f"{name}-archive", root / name / "archive")
+
+    def put_right(name: str) -> None:
+        os.unlink(root / name / "archive")
+        os.rename(tmp_path / f"{name}-archive", root / name / "archive")
+
+    refuse("p")
+    kbwatch("journal", "rebuild", root=root, check=True)
+    assert json.loads(unread.read_text(encoding="utf-8")) == {"projects": ["p"]}
+    put_right("p")
+    flag = tmp_path / "unread.flag"
+    reader = subprocess.Popen([sys.executable, str(REPO / "run.py"), "status", "--root", str(root)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "KBWATCH_TEST_PAUSE": "unread:read",
+                                   "KBWATCH_TEST_PAUSE_FILE": str(flag), "KBWATCH_TEST_PAUSE_SECONDS": "60"})
+    deadline = time.monotonic() + 120
+    while not flag.exists():
+        assert reader.poll() is None and time.monotonic() < deadline, reader.communicate()
+        time.sleep(0.05)
+    refuse("q")  # while the command holds the list it read (["p"])
+    kbwatch("journal", "rebuild", root=root, check=True)
+    assert json.loads(unread.read_text(encoding="utf-8")) == {"projects": ["q"]}
+    flag.unlink()
+    out, err = reader.communicate(timeout=300)
+    assert reader.returncode == 0, out + err
+    assert json.loads(unread.read_text(encoding="utf-8")) == {"projects": ["q"]}  # q is still to be read
+    put_right("q")
+    res = kbwatch("runs", root=root, check=True)
+    assert "project q is put right: its journal was read again from its runs/ (1 runs)" in res.stderr, res.stderr
+    assert not unread.exists()
+    assert pending_reviews(root, "q") > 0

@@ -15,7 +15,6 @@ database back to its path (SQLite's online backup), so nothing is lost.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import random
 import sqlite3
@@ -90,13 +89,10 @@ def move_aside(path: Path, why: str = "corrupt") -> Path:
 @contextmanager
 def heal_lock(state: Path) -> Iterator[None]:
     """One healer at a time per state dir (across processes)."""
-    state.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state / HEAL_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    from kbwatch.pipeline.project_lock import exclusive
+
+    with exclusive(state / HEAL_LOCK):
         yield
-    finally:
-        os.close(fd)  # closing releases the flock
 
 
 def open_healing(path: Path, open_fn: Callable[[], T], rebuild: Callable[[T], str], what: str) -> T:

@@ -139,3 +139,17 @@ def say_waiting(project: Path) -> Callable[[], None]:
         print(f"waiting for the running service to commit {project.name}…", file=sys.stderr, flush=True)
 
     return notice
+
+
+@contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on the file ``path`` (made if missing, never through a link) for the
+    block: one holder at a time across processes, for state-dir files that are read-modify-written
+    (the heal lock, ``journal-unread.json``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock

@@ -10,7 +10,6 @@ used to fill a journal that replaced a corrupt one (``KnowledgeBase.journal``).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -27,7 +26,7 @@ from kbwatch.pipeline.fsutil import atomic_write
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.project import is_project, project_refusal, refused_projects
-from kbwatch.pipeline.project_lock import project_file_lock
+from kbwatch.pipeline.project_lock import exclusive, project_file_lock
 from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.run_records import recorded_finding_row
 from kbwatch.pipeline.sources import split_name
@@ -81,14 +80,8 @@ def _unread_lock(kb: KnowledgeBase) -> Iterator[None]:
     """Held around each read-modify-write of :data:`UNREAD` (a rebuild that writes the list, and
     every :func:`read_again` that takes the projects it read off it, may run in several processes
     at once: a command's read written back after a rebuild's dropped what the rebuild listed)."""
-    locks = kb.state / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    fd = os.open(locks / "journal-unread.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with exclusive(kb.state / "locks" / "journal-unread.lock"):
         yield
-    finally:
-        os.close(fd)  # drops the lock
 
 
 def _unread(kb: KnowledgeBase) -> list[str]:

@@ -104,6 +104,23 @@ def kbwatch(*args: str, root: Path, env: dict | None = None, timeout: float = 30
     return proc
 
 
+def paused_cli(*args: str, root: Path, point: str, flag: Path, **popen) -> subprocess.Popen:
+    """Start the real CLI held at the test checkpoint ``point`` (the timed pause of
+    ``kbwatch.pipeline.checkpoints``: it goes on when the test deletes ``flag``, or after 60 s);
+    returns once it waits there. ``popen``: more ``subprocess.Popen`` arguments (default: text pipes)."""
+    import time
+
+    popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **popen}
+    proc = subprocess.Popen([sys.executable, str(REPO / "run.py"), *args, "--root", str(root)],
+                            env={**os.environ, "KBWATCH_TEST_PAUSE": point, "KBWATCH_TEST_PAUSE_FILE": str(flag),
+                                 "KBWATCH_TEST_PAUSE_SECONDS": "60"}, **popen)
+    deadline = time.monotonic() + 120
+    while not flag.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, (point, proc.communicate())
+        time.sleep(0.05)
+    return proc
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     r = tmp_path / "kb"

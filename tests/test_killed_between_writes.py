@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, index_rows, kbwatch
+from conftest import REPO, index_rows, kbwatch, paused_cli
 
 KILLER = '''
 import os, runpy, signal, sys
@@ -163,21 +163,14 @@ def test_findings_survive_a_kill_after_the_commit(tmp_path):
     so a review decision still applies)."""
     import os
     import signal
-    import time
 
     for point in ("commit:after", "source:removed", "records:written"):
         root = tmp_path / point.replace(":", "-")
         kbwatch("init", "p1", root=root, check=True)
         (root / "p1" / "sources" / "a.md").write_text(INJECTION, encoding="utf-8")
         flag = tmp_path / f"{point.replace(':', '-')}.flag"
-        proc = subprocess.Popen([sys.executable, str(REPO / "run.py"), "ingest", "--root", str(root)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                                env={**os.environ, "KBWATCH_TEST_PAUSE": point, "KBWATCH_TEST_PAUSE_FILE": str(flag),
-                                     "KBWATCH_TEST_PAUSE_SECONDS": "60"})
-        deadline = time.monotonic() + 120
-        while not flag.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, point
-            time.sleep(0.05)
+        proc = paused_cli("ingest", root=root, point=point, flag=flag, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, start_new_session=True)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         res = kbwatch("ingest", root=root)
@@ -311,7 +304,6 @@ def test_a_remove_while_a_start_settles_a_kept_text_is_not_undone(tmp_path):
     without the project's file lock: a ``kbwatch remove`` of the document in between printed success
     and its parsed text came back (a removed document's text in parsed/, cited by nothing, listed by
     nothing). The start now settles under the lock: the remove waits for it, then removes."""
-    import os
     import time
 
     root = tmp_path / "kb"
@@ -324,14 +316,7 @@ def test_a_remove_while_a_start_settles_a_kept_text_is_not_undone(tmp_path):
     assert [p.name for p in (root / "p1" / "parsed").iterdir() if p.name.endswith(".prev")]  # a text kept aside
     src.unlink()  # no retry will rewrite parsed/a.md
     flag = tmp_path / "settle.flag"
-    start = subprocess.Popen([sys.executable, str(REPO / "run.py"), "ingest", "--root", str(root)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "KBWATCH_TEST_PAUSE": "settle:read",
-                                  "KBWATCH_TEST_PAUSE_FILE": str(flag), "KBWATCH_TEST_PAUSE_SECONDS": "60"})
-    deadline = time.monotonic() + 120
-    while not flag.exists():
-        assert start.poll() is None and time.monotonic() < deadline, start.communicate()
-        time.sleep(0.05)
+    start = paused_cli("ingest", root=root, point="settle:read", flag=flag)
     remove = subprocess.Popen([sys.executable, str(REPO / "run.py"), "remove", "p1", "a", "--root", str(root)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3)  # the remove runs (before: to its end) or waits for the lock the start holds

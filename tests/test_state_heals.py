@@ -469,11 +469,7 @@ def test_a_rebuild_while_a_command_reads_a_put_right_project_keeps_its_own_list(
     that project: a ``journal rebuild`` in between (another project refused now) was overwritten,
     so that project's runs/ were never read again once put right. The list is now changed under a
     lock, as it is at the time of the write."""
-    import subprocess
-    import sys
-    import time
-
-    from conftest import REPO
+    from conftest import paused_cli
 
     root = make_root(tmp_path)
     kbwatch("init", "q", root=root, check=True)
@@ -494,14 +490,7 @@ def test_a_rebuild_while_a_command_reads_a_put_right_project_keeps_its_own_list(
     assert json.loads(unread.read_text(encoding="utf-8")) == {"projects": ["p"]}
     put_right("p")
     flag = tmp_path / "unread.flag"
-    reader = subprocess.Popen([sys.executable, str(REPO / "run.py"), "status", "--root", str(root)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "KBWATCH_TEST_PAUSE": "unread:read",
-                                   "KBWATCH_TEST_PAUSE_FILE": str(flag), "KBWATCH_TEST_PAUSE_SECONDS": "60"})
-    deadline = time.monotonic() + 120
-    while not flag.exists():
-        assert reader.poll() is None and time.monotonic() < deadline, reader.communicate()
-        time.sleep(0.05)
+    reader = paused_cli("status", root=root, point="unread:read", flag=flag)
     refuse("q")  # while the command holds the list it read (["p"])
     kbwatch("journal", "rebuild", root=root, check=True)
     assert json.loads(unread.read_text(encoding="utf-8")) == {"projects": ["q"]}

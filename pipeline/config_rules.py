@@ -267,6 +267,7 @@ FREE_FORM = {
     "stages.parse.ocr": "true or false",
     "stages.scan.redact": "true or false",
     "stages.scan.injection_model": "true or false",
+    "stages.scan.ahead": "true or false",
     "ask.record_runs": "true or false",
     "stages.scan.allow_rules": "rule ids or patterns",
     "stages.scan.allow_fingerprints": "finding fingerprints",

@@ -25,6 +25,7 @@ Threads and processes (what an implementation must tolerate)::
     kb_parse              yes                    yes, when the parser is isolated
     kb_worker_started     no (once per worker)   only there
     kb_worker_preload     no                     no (its modules are imported there)
+    kb_run_queued         yes                    no
     kb_scan               yes                    no
     kb_summarize          yes (other projects)   no
     kb_run_finished       yes (other projects)   no
@@ -171,6 +172,25 @@ def kb_worker_preload(settings: Settings) -> list[str] | None:
     pool is made; the modules it names are imported in the template process.
 
     :param settings: the resolved configuration.
+    """
+
+
+@hookspec
+def kb_run_queued(project: Path, rel: str, settings: Settings, plugins: Any, compute: Any) -> None:
+    """A file's run was queued behind a backlog (``kbwatch.pipeline.runner.BURST_RUNS`` runs or
+    more waiting): work on it may start ahead of its run, in ``compute`` (the runner's compute
+    workers, ``call(fn, *args)``), while the service's own process runs the
+    runs before it. Called in the runner's process, from the thread that queued the run; return
+    at once. The file may change, vanish or be swapped before its run takes it: a stage that
+    uses such work must check that it was done on the very content the run took (the scan stage
+    keys it by a digest of the parsed text, :mod:`kbwatch.plugins.scanning.ahead`). Work ahead
+    only reads; nothing in ``sources/`` may change.
+
+    :param project: the project folder.
+    :param rel: the file's path under ``sources/``.
+    :param settings: the resolved configuration.
+    :param plugins: the runner's plugin set.
+    :param compute: the runner's compute worker pool.
     """
 
 

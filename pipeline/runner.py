@@ -46,6 +46,9 @@ from kbwatch.pipeline.retry_policy import RETRYABLE_IN_RUN, backoff_seconds
 from kbwatch.pipeline.run_queue import Job, RunQueue
 from kbwatch.pipeline.workers import WorkerPool
 
+# this many runs waiting make a backlog: each run queued behind it is announced (kb_run_queued)
+BURST_RUNS = 32
+
 __all__ = [
     "Runner", "Job", "FinishedRun", "checkpoint", "backoff_seconds",
     "RETRYABLE_IN_RUN", "REFUSAL_RECHECK_SECONDS",
@@ -141,11 +144,15 @@ class Runner:
         return self._queue.is_queued(project, rel)
 
     def submit(self, project: Path, rel: str, attempt: int = 1) -> bool:
-        return self._queue.submit(
+        queued = self._queue.submit(
             Job(project, rel, attempt),
             admitted=lambda: self.session(project).enter(),
             large=lambda: is_large_text(self.plugins, self.settings, project / "sources" / rel),
         )
+        if queued and len(self._queue) >= BURST_RUNS:  # a backlog: work may start ahead of the run
+            self.plugins.hook.kb_run_queued(project=project, rel=rel, settings=self.settings, plugins=self.plugins,
+                                            compute=self.compute)
+        return queued
 
     def start(self, threads: int | None = None) -> None:
         # one thread more than parse workers: while every worker parses, one

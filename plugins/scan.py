@@ -26,6 +26,7 @@ from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.stage import RunContext, Stage
 from kbwatch.plugins.scanning.sanitize import mask_values, redacted_values, sanitize
 from kbwatch.plugins.scanning import allowed, group_findings, scan_options, scrub_findings
+from kbwatch.plugins.scanning.ahead import announce, prepared
 
 
 # rules that judge the whole document: reported once, whichever window saw them first
@@ -37,7 +38,7 @@ DOCUMENT_RULES = frozenset({"format.repeated-line", "format.replacement-chars", 
 OFFLOAD_CHARS = 256 * 1024
 
 
-def run_scanners(plugins, document, settings, compute=None, name: str | None = None) -> list:
+def run_scanners(plugins, document, settings, compute=None, name: str | None = None, ahead=None) -> list:
     """All findings of all scanners, minus what the config allowlists, in text order.
 
     A text over ``LARGE_CHARS`` is scanned in ~1 MB windows (see :func:`_scan_windows`).
@@ -48,10 +49,15 @@ def run_scanners(plugins, document, settings, compute=None, name: str | None = N
     With ``name`` (the file's path under sources/, extension included) the name is
     scanned too (:func:`name_text`); its findings come first, with ``line`` 0 and
     ``column``/``offset`` counting characters of the name (:func:`in_name`).
+
+    ``ahead``: ``(batches, name batches)`` these scanners gave for this very document and
+    name in a compute worker (:mod:`kbwatch.plugins.scanning.ahead`), used instead of scanning.
     """
     opts = scan_options(settings)
     text = document.markdown or ""
-    if len(text) > LARGE_CHARS:
+    if ahead is not None:
+        batches = list(ahead[0])
+    elif len(text) > LARGE_CHARS:
         batches = [_scan_windows(plugins, document, text, settings, compute)]
     elif compute is not None and len(text) > OFFLOAD_CHARS:
         batches = scan_elsewhere(compute, plugins, document, settings)
@@ -59,8 +65,8 @@ def run_scanners(plugins, document, settings, compute=None, name: str | None = N
         batches = call_scanners(plugins, document, settings)
     if name is not None:  # a scan of its own: the name in front of the text changed the text's excerpts
         shown = name_text(name)
-        batches += [_name_findings(batch, len(name), len(shown))
-                    for batch in call_scanners(plugins, ParsedDocument(markdown=shown), settings)]
+        named = ahead[1] if ahead is not None else call_scanners(plugins, ParsedDocument(markdown=shown), settings)
+        batches += [_name_findings(batch, len(name), len(shown)) for batch in named]
     findings = []
     for batch in batches:
         for f in batch or []:
@@ -187,6 +193,69 @@ def _worker_said() -> list[tuple[str, str]]:
     return _SAID
 
 
+def scanner_names(plugins) -> tuple[str, ...]:
+    """The ``kb_scan`` implementations :func:`call_scanners` calls, by plugin name, in that order."""
+    return tuple(impl.plugin_name for impl in reversed(plugins.hook.kb_scan.get_hookimpls())
+                 if not (impl.hookwrapper or getattr(impl, "wrapper", False)))
+
+
+def scan_files(batch, settings) -> tuple[tuple[str, ...], list[tuple], list[tuple[str, str]]]:
+    """In a compute worker (:mod:`kbwatch.plugins.scanning.ahead`): each ``(source path, name
+    under sources/)`` of ``batch`` taken as a run takes it (``intake.take``: opened once, no link
+    followed, confined to the root, copied into this worker's private folder), parsed as the
+    parse stage parses a plain-text file and scanned as :class:`ScanStage` scans it, text and
+    name. Returns this worker's scanners (:func:`scanner_names`), ``(digest, batches, name
+    batches)`` for each file it could read and parse (the others are left to their runs), and
+    what was logged meanwhile at WARNING or above."""
+    import tempfile
+    from pathlib import Path
+
+    from kbwatch.pipeline import confine, intake
+    from kbwatch.pipeline.fsutil import display_path
+    from kbwatch.pipeline.parsing import _in_process, choose_parser, isolated, worker_plugins
+    from kbwatch.pipeline.sources import split_name
+    from kbwatch.plugins.scanning.ahead import MAX_BYTES, digest
+
+    plugins = worker_plugins(settings)
+    if settings.get("_root"):
+        confine.register_root(Path(settings["_root"]))
+    folder = Path(tempfile.gettempdir()) / "scan-ahead"  # the worker's private folder (kbwatch.pipeline.workers)
+    said = _worker_said()
+    said.clear()
+    out = []
+
+    def small(size: int) -> None:
+        if size > MAX_BYTES or size == 0:
+            raise ValueError("left to its run")
+
+    try:
+        for source, rel in batch:
+            name, ext = split_name(display_path(rel))  # as the run names it (RunContext.name, .ext)
+            info = choose_parser(plugins, ext)
+            if info is None or isolated(info, settings):
+                continue
+            try:
+                taken = intake.take(Path(source), folder, check=small)
+            except (OSError, ValueError, confine.Escape, intake.NotRegular, intake.Changed):
+                continue
+            try:
+                doc = _in_process(plugins, taken.snapshot, ext, settings)
+            except Exception:  # noqa: BLE001 - the run parses it again and says what went wrong
+                continue
+            finally:
+                intake.discard(folder, keep_folder=True, only=taken.snapshot)
+            doc.metadata.pop("parsed_on", None)  # as the parse stage does
+            start, end = newline_bounds(doc.markdown)  # as ScanStage.run does
+            if start or end < len(doc.markdown):
+                doc.markdown = doc.markdown[start:end]
+            shown = name_text(name + ext)
+            out.append((digest(shown, doc), call_scanners(plugins, doc, settings),
+                        call_scanners(plugins, ParsedDocument(markdown=shown), settings)))
+        return scanner_names(plugins), out, list(said)
+    finally:
+        said.clear()
+
+
 def scan_elsewhere(compute, plugins, document, settings) -> list[list]:
     """:func:`call_scanners` in a compute worker; here when the worker failed (crashed,
     out of memory), with a warning. The service shutting down propagates."""
@@ -285,7 +354,9 @@ class ScanStage(Stage):
         start, end = newline_bounds(doc.markdown)
         if start or end < len(doc.markdown):  # a copy: parsers of large texts return them stripped
             doc.markdown = doc.markdown[start:end]
-        findings = run_scanners(ctx.plugins, doc, ctx.settings, ctx.compute, name=ctx.name + ctx.ext)
+        name = ctx.name + ctx.ext
+        ahead = prepared(ctx.compute, ctx.source, name_text(name), doc, scanner_names(ctx.plugins))
+        findings = run_scanners(ctx.plugins, doc, ctx.settings, ctx.compute, name=name, ahead=ahead)
         body = [f for f in findings if not in_name(f)]
         if body and scan_options(ctx.settings)["redact"]:
             doc.markdown = sanitize(doc.markdown, body)
@@ -316,6 +387,11 @@ class ScanStage(Stage):
 @hookimpl
 def kb_stages():
     return [ScanStage()]
+
+
+@hookimpl
+def kb_run_queued(project, rel, settings, plugins, compute):
+    announce(project, rel, settings, plugins, compute, scan_files)
 
 
 # -- `kbwatch scan PATH...` ----------------------------------------------------

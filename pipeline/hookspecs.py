@@ -26,7 +26,7 @@ Threads and processes (what an implementation must tolerate)::
     kb_worker_started     no (once per worker)   only there
     kb_worker_preload     no                     no (its modules are imported there)
     kb_run_queued         yes                    no
-    kb_scan               yes                    no
+    kb_scan               yes                    yes, in compute workers (large texts, a burst's small ones)
     kb_summarize          yes (other projects)   no
     kb_run_finished       yes (other projects)   no
     kb_register_commands  no                     no
@@ -207,7 +207,9 @@ def kb_scan(document: ParsedDocument, settings: Settings) -> list[Finding] | Non
     threads may call it at once (for files of the same project too). A text
     over 256 Ki characters is scanned in the runner's compute worker processes
     (``[service] compute_workers``), a large one in ~1 MB windows
-    (``document.metadata["scan_window"]``), so a scanner must depend on its
+    (``document.metadata["scan_window"]``), and in a burst the small texts are
+    scanned there ahead of their runs (``kb_run_queued``; only when the worker
+    loaded the same scanners), so a scanner must depend on its
     arguments only, not on state of the service's process. What it logs there
     at WARNING or above comes back with its findings and is logged by the
     service (to its log file too), marked "(in a compute worker)".

@@ -22,12 +22,14 @@ scanned is waited for (at most :data:`WAIT_SECONDS`).
 
 Bounded: at most :data:`MAX_PENDING` files wait and :data:`MAX_RESULTS` results are kept (the
 oldest dropped: a run that never reached its scan leaves nothing behind for long); files over
-:data:`MAX_BYTES` are not taken. The workers only read: nothing in ``sources/`` is changed.
+:data:`MAX_BYTES` are not taken. On one CPU nothing is announced: the worker would only take turns
+with the service. The workers only read: nothing in ``sources/`` is changed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import pickle
 import threading
 import weakref
@@ -42,6 +44,7 @@ MAX_PENDING = 10_000
 MAX_RESULTS = 2_048
 WAIT_SECONDS = 5.0  # a run whose file is in a batch being scanned waits this long at most, then scans it itself
 
+_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 _AHEAD: "weakref.WeakKeyDictionary[object, Ahead]" = weakref.WeakKeyDictionary()
 _AHEAD_LOCK = threading.Lock()
 
@@ -151,7 +154,8 @@ def ahead_for(compute, settings: dict | None = None, worker=None) -> Ahead | Non
 def announce(project: Path, rel: str, settings: dict, plugins, compute, worker) -> None:
     """``kb_run_queued``: keep a file a plain-text parser takes here (by its extension), for
     ``worker`` (a picklable ``fn(batch, settings)``) to scan in ``compute``."""
-    if compute is None or not settings["stages"]["scan"].get("ahead", True) or not hasattr(compute, "call"):
+    if compute is None or not settings["stages"]["scan"].get("ahead", True) or not hasattr(compute, "call") \
+            or _CPUS < 2:  # one core: the worker would only take turns with the service
         return
     from kbwatch.pipeline.parsing import choose_parser, isolated
     from kbwatch.pipeline.sources import split_name

@@ -353,7 +353,7 @@ class KnowledgeBase:
             project = self.root / row["project"]
             # under the project's file lock: a `remove`, `review` or `rebuild` run meanwhile waits, so
             # neither writes over the other's files (one writer per project)
-            with self._project_lock(project):
+            with self.project_lock(project):
                 self._recover_run(row)
         self._heal_reviews()
         for project in sorted({self.root / row["project"] for row in stale} | set(self._listing_removed())):
@@ -366,7 +366,7 @@ class KnowledgeBase:
                 logger.warning("could not bring {}'s project files up to date after the crash: {}", project.name, exc)
         return len(stale)
 
-    def _project_lock(self, project: Path):
+    def project_lock(self, project: Path):
         """The project's file lock (kbwatch.pipeline.project_lock), or nothing for a folder that is
         not a project kbwatch may write (refused, or gone)."""
         from contextlib import nullcontext
@@ -437,7 +437,7 @@ class KnowledgeBase:
                     continue
                 # the manifest read and the texts put back under the project's file lock: a `remove`
                 # started meanwhile waits, and is not undone by a text put back after it
-                with self._project_lock(project):
+                with self.project_lock(project):
                     manifest = Manifest.load(project / "manifest.json", project.name, iso_minute(now_local()))
                     checkpoint("settle:read", project.name)
                     restored, dropped = previous_text.settle(project, manifest)

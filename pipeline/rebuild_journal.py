@@ -19,14 +19,13 @@ from typing import Iterator
 
 from kbwatch.pipeline import confine
 from kbwatch.pipeline.checkpoints import checkpoint
-from kbwatch.pipeline.config import state_dir
 from kbwatch.pipeline.formats.manifest import Manifest
 from kbwatch.pipeline.formats.run_record import read_record
 from kbwatch.pipeline.fsutil import atomic_write
 from kbwatch.pipeline.kb import KnowledgeBase
 from kbwatch.pipeline.lazylog import logger
 from kbwatch.pipeline.project import is_project, project_refusal, refused_projects
-from kbwatch.pipeline.project_lock import exclusive, project_file_lock
+from kbwatch.pipeline.project_lock import exclusive
 from kbwatch.pipeline.reviews import load_decisions
 from kbwatch.pipeline.run_records import recorded_finding_row
 from kbwatch.pipeline.sources import split_name
@@ -123,7 +122,7 @@ def read_again(kb: KnowledgeBase, only: str | None = None, lock: bool = False) -
         if (only is not None and name != only) or project_refusal(project) is not None:
             continue
         if is_project(project):
-            held = project_file_lock(project, state_dir(kb.settings)) if lock else nullcontext()
+            held = kb.project_lock(project) if lock else nullcontext()
             try:
                 with held:
                     rows, findings = _project_rows(project)

@@ -193,6 +193,15 @@ def _worker_said() -> list[tuple[str, str]]:
     return _SAID
 
 
+def trim_edges(document: ParsedDocument) -> ParsedDocument:
+    """The document the scan stage scans: its text without blank lines at either end (a copy only
+    when there are some: parsers of large texts return them stripped)."""
+    start, end = newline_bounds(document.markdown)
+    if start or end < len(document.markdown):
+        document.markdown = document.markdown[start:end]
+    return document
+
+
 def scanner_names(plugins) -> tuple[str, ...]:
     """The ``kb_scan`` implementations :func:`call_scanners` calls, by plugin name, in that order."""
     return tuple(impl.plugin_name for impl in reversed(plugins.hook.kb_scan.get_hookimpls())
@@ -212,7 +221,7 @@ def scan_files(batch, settings) -> tuple[tuple[str, ...], list[tuple], list[tupl
 
     from kbwatch.pipeline import confine, intake
     from kbwatch.pipeline.fsutil import display_path
-    from kbwatch.pipeline.parsing import _in_process, choose_parser, isolated, worker_plugins
+    from kbwatch.pipeline.parsing import choose_parser, isolated, parse_document, worker_plugins
     from kbwatch.pipeline.sources import split_name
     from kbwatch.plugins.scanning.ahead import MAX_BYTES, digest
 
@@ -239,15 +248,12 @@ def scan_files(batch, settings) -> tuple[tuple[str, ...], list[tuple], list[tupl
             except (OSError, ValueError, confine.Escape, intake.NotRegular, intake.Changed):
                 continue
             try:
-                doc = _in_process(plugins, taken.snapshot, ext, settings)
+                doc = parse_document(plugins, taken.snapshot, ext, settings, size=taken.size)  # as the parse stage
             except Exception:  # noqa: BLE001 - the run parses it again and says what went wrong
                 continue
             finally:
                 intake.discard(folder, keep_folder=True, only=taken.snapshot)
-            doc.metadata.pop("parsed_on", None)  # as the parse stage does
-            start, end = newline_bounds(doc.markdown)  # as ScanStage.run does
-            if start or end < len(doc.markdown):
-                doc.markdown = doc.markdown[start:end]
+            trim_edges(doc)  # as ScanStage.run does
             shown = name_text(name + ext)
             out.append((digest(shown, doc), call_scanners(plugins, doc, settings),
                         call_scanners(plugins, ParsedDocument(markdown=shown), settings)))
@@ -350,10 +356,7 @@ class ScanStage(Stage):
         return ctx.parsed is not None
 
     def run(self, ctx: RunContext) -> str | None:
-        doc = ctx.parsed
-        start, end = newline_bounds(doc.markdown)
-        if start or end < len(doc.markdown):  # a copy: parsers of large texts return them stripped
-            doc.markdown = doc.markdown[start:end]
+        doc = trim_edges(ctx.parsed)
         name = ctx.name + ctx.ext
         ahead = prepared(ctx.compute, ctx.source, name_text(name), doc, scanner_names(ctx.plugins))
         findings = run_scanners(ctx.plugins, doc, ctx.settings, ctx.compute, name=name, ahead=ahead)
